@@ -1,0 +1,26 @@
+# Third-party dependencies, all from Debian/Ubuntu packages. Written to accept both Debian 12
+# (yaml-cpp 0.7, spdlog 1.10, benchmark 1.7) and Ubuntu 24.04 (yaml-cpp 0.8, spdlog 1.12,
+# benchmark 1.8), whose CMake package files name their targets differently.
+find_package(Threads REQUIRED)
+find_package(yaml-cpp REQUIRED)
+if(TARGET yaml-cpp::yaml-cpp)
+  set(SPECBENCH_YAML_TARGET yaml-cpp::yaml-cpp)
+else()
+  set(SPECBENCH_YAML_TARGET yaml-cpp)
+endif()
+find_package(nlohmann_json 3.10 REQUIRED)
+find_package(fmt REQUIRED)
+find_package(spdlog REQUIRED)
+find_package(CURL REQUIRED)
+find_package(CLI11 REQUIRED)
+
+if(SPECBENCH_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+endif()
+if(SPECBENCH_BUILD_BENCHMARKS)
+  find_package(benchmark QUIET)
+  if(NOT benchmark_FOUND)
+    message(STATUS "specbench: Google Benchmark not found; benchmarks/ is not built")
+    set(SPECBENCH_BUILD_BENCHMARKS OFF)
+  endif()
+endif()

@@ -1,0 +1,55 @@
+# Small helpers so that tests, GPU tests, examples and benchmarks are registered one way.
+
+# Exit code by which a test says "skipped" (e.g. a GPU test on a machine without a GPU).
+set(SPECBENCH_SKIP_RETURN_CODE 77)
+
+function(specbench_warnings target)
+  target_compile_options(${target} PRIVATE
+    $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wno-missing-field-initializers>)
+endfunction()
+
+# specbench_add_test(NAME SOURCES a.cpp b.cpp [LIBS ...] [LABELS ...] [TIMEOUT s] [ENV ...])
+function(specbench_add_test name)
+  cmake_parse_arguments(T "" "TIMEOUT" "SOURCES;LIBS;LABELS;ENV" ${ARGN})
+  add_executable(${name} ${T_SOURCES})
+  target_link_libraries(${name} PRIVATE specbench_testing ${T_LIBS})
+  specbench_warnings(${name})
+  add_test(NAME ${name} COMMAND ${name})
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 300)
+  endif()
+  set_tests_properties(${name} PROPERTIES
+    TIMEOUT ${T_TIMEOUT}
+    SKIP_RETURN_CODE ${SPECBENCH_SKIP_RETURN_CODE}
+    LABELS "${T_LABELS}")
+  if(T_ENV)
+    set_tests_properties(${name} PROPERTIES ENVIRONMENT "${T_ENV}")
+  endif()
+endfunction()
+
+# A test that needs a GPU: it links the GPU test main, which exits with the skip code and a
+# printed reason when no usable CUDA device is present.
+function(specbench_add_gpu_test name)
+  specbench_add_test(${name} ${ARGN} LIBS specbench_gpu_test_main LABELS gpu)
+endfunction()
+
+# specbench_add_benchmark(NAME SOURCES ...): a Google Benchmark program (not run by CTest).
+function(specbench_add_benchmark name)
+  cmake_parse_arguments(B "" "" "SOURCES;LIBS" ${ARGN})
+  add_executable(${name} ${B_SOURCES})
+  target_link_libraries(${name} PRIVATE specbench benchmark::benchmark ${B_LIBS})
+  specbench_warnings(${name})
+endfunction()
+
+# specbench_add_example(NAME SOURCES ... [ARGS ...]): built and run as a quick CTest test.
+function(specbench_add_example name)
+  cmake_parse_arguments(E "" "" "SOURCES;ARGS" ${ARGN})
+  add_executable(${name} ${E_SOURCES})
+  target_link_libraries(${name} PRIVATE specbench)
+  specbench_warnings(${name})
+  if(SPECBENCH_BUILD_TESTS)
+    add_test(NAME example.${name} COMMAND ${name} ${E_ARGS})
+    set_tests_properties(example.${name} PROPERTIES TIMEOUT 120
+      SKIP_RETURN_CODE ${SPECBENCH_SKIP_RETURN_CODE} LABELS example)
+  endif()
+endfunction()

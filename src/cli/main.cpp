@@ -1,0 +1,50 @@
+// specbench: the command-line tool. It parses arguments, calls the library and prints; it is the
+// only place where errors become exit codes.
+#include "cli/command.hpp"
+
+#include "specbench/build_info.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <exception>
+#include <unistd.h>
+
+namespace specbench::cli {
+
+std::vector<Command>& registry() {
+  static std::vector<Command> commands;
+  return commands;
+}
+
+bool stdout_is_tty() { return ::isatty(STDOUT_FILENO) == 1; }
+
+} // namespace specbench::cli
+
+int main(int argc, char** argv) {
+  using namespace specbench::cli;
+  CLI::App app{"specbench: honest benchmarks of speculative decoding on GPU servers"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("specbench ") + specbench::build_info::version +
+                                        " (commit " + specbench::build_info::git_commit + ")");
+  auto& commands = registry();
+  std::sort(commands.begin(), commands.end(),
+            [](const Command& a, const Command& b) { return a.order < b.order; });
+  std::vector<std::function<int()>> runs;
+  runs.reserve(commands.size());
+  for (auto& c : commands) runs.push_back(c.setup(app));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    // --help and --version are successes; any other parse error means "could not run".
+    return rc == 0 ? exit_ok : exit_could_not_run;
+  }
+  try {
+    for (size_t i = 0; i < commands.size(); ++i)
+      if (app.got_subcommand(commands[i].name)) return runs[i]();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "specbench: internal error: %s\n", e.what());
+    return exit_could_not_run;
+  }
+  return exit_could_not_run;
+}

@@ -1,0 +1,16 @@
+// Main for GPU tests: when this machine cannot run CUDA work, print why and exit with the skip
+// code (77, CTest SKIP_RETURN_CODE) so the test shows as skipped, never as passed.
+#include "support/gpu_available.hpp"
+
+#include <cstdio>
+#include <gtest/gtest.h>
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  const std::string reason = specbench::testing::gpu_unavailable_reason();
+  if (!reason.empty()) {
+    std::printf("SKIPPED: %s\n", reason.c_str());
+    return 77;
+  }
+  return RUN_ALL_TESTS();
+}
