@@ -1,0 +1,419 @@
+// JSON form of cell results and the manifest (schema in docs/results_schema.md).
+#include "results/json_detail.hpp"
+
+#include "specbench/results.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <array>
+
+namespace specbench {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr std::array<const char*, 5> kStatusNames = {"ok", "failed", "blocked", "skipped",
+                                                     "interrupted"};
+constexpr std::array<const char*, 8> kStageNames = {
+    "preflight", "launch", "readiness", "warmup", "measure", "stop", "gpu_memory", "runner"};
+
+// Embeds a JSON text as an object; text that is not JSON is kept as a string, "" as null.
+json embed(const std::string& text) {
+  if (text.empty()) return nullptr;
+  auto j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return text;
+  return j;
+}
+std::string unembed(const json& j) {
+  if (j.is_null()) return {};
+  if (j.is_string()) return j.get<std::string>();
+  return j.dump();
+}
+
+json opt(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
+std::optional<double> opt_double(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  return it->get<double>();
+}
+
+} // namespace
+
+const char* to_string(CellStatus s) noexcept { return kStatusNames[static_cast<size_t>(s)]; }
+std::optional<CellStatus> cell_status_from_string(const std::string& s) noexcept {
+  for (size_t i = 0; i < kStatusNames.size(); ++i)
+    if (s == kStatusNames[i]) return static_cast<CellStatus>(i);
+  return std::nullopt;
+}
+const char* to_string(CellStage s) noexcept { return kStageNames[static_cast<size_t>(s)]; }
+std::optional<CellStage> cell_stage_from_string(const std::string& s) noexcept {
+  for (size_t i = 0; i < kStageNames.size(); ++i)
+    if (s == kStageNames[i]) return static_cast<CellStage>(i);
+  return std::nullopt;
+}
+
+namespace detail {
+
+json distribution_to_json(const Distribution& d) {
+  return {{"count", d.count}, {"mean", d.mean}, {"stddev", d.stddev}, {"min", d.min},
+          {"max", d.max},     {"p50", d.p50},   {"p90", d.p90},       {"p99", d.p99}};
+}
+Distribution distribution_from_json(const json& j) {
+  Distribution d;
+  d.count = j.at("count").get<int>();
+  d.mean = j.at("mean").get<double>();
+  d.stddev = j.at("stddev").get<double>();
+  d.min = j.at("min").get<double>();
+  d.max = j.at("max").get<double>();
+  d.p50 = j.at("p50").get<double>();
+  d.p90 = j.at("p90").get<double>();
+  d.p99 = j.at("p99").get<double>();
+  return d;
+}
+
+json method_to_json(const Method& m) {
+  return {{"id", m.id()}, {"kind", m.kind_name()}, {"block", m.block}, {"budget", m.budget},
+          {"verify_width", m.verify_width()}};
+}
+Method method_from_json(const json& j) {
+  Method m;
+  const auto kind = j.at("kind").get<std::string>();
+  if (kind == "autoregressive") m.kind = MethodKind::autoregressive;
+  else if (kind == "linear") m.kind = MethodKind::linear;
+  else if (kind == "tree") m.kind = MethodKind::tree;
+  else throw std::runtime_error("unknown method kind '" + kind + "'");
+  m.block = j.at("block").get<int>();
+  m.budget = j.at("budget").get<int>();
+  return m;
+}
+
+json workload_to_json(const Workload& w) {
+  return {{"name", w.name},
+          {"dataset", w.dataset.string()},
+          {"prompt_tokens", w.prompt_tokens},
+          {"max_prompt_tokens", w.max_prompt_tokens},
+          {"max_new_tokens", w.max_new_tokens},
+          {"concurrency", w.concurrency},
+          {"requests", w.requests},
+          {"warmup", w.warmup},
+          {"runs", w.runs},
+          {"temperature", w.temperature},
+          {"seed", w.seed},
+          {"ignore_eos", w.ignore_eos}};
+}
+Workload workload_from_json(const json& j) {
+  Workload w;
+  w.name = j.at("name").get<std::string>();
+  w.dataset = j.value("dataset", std::string());
+  w.prompt_tokens = j.value("prompt_tokens", 0);
+  w.max_prompt_tokens = j.value("max_prompt_tokens", 0);
+  w.max_new_tokens = j.value("max_new_tokens", 0);
+  w.concurrency = j.value("concurrency", 1);
+  w.requests = j.value("requests", 0);
+  w.warmup = j.value("warmup", 0);
+  w.runs = j.value("runs", 1);
+  w.temperature = j.value("temperature", 0.0);
+  w.seed = j.value("seed", uint64_t{0});
+  w.ignore_eos = j.value("ignore_eos", true);
+  return w;
+}
+
+json provenance_to_json(const Provenance& p) {
+  return {{"specbench",
+           {{"argv", p.specbench_argv},
+            {"version", p.specbench_version},
+            {"git_commit", p.specbench_commit},
+            {"hostname", p.hostname}}},
+          {"sweep", {{"name", p.sweep_name}, {"file", p.sweep_file}, {"hash", p.sweep_hash}}},
+          {"server", {{"argv", p.server_argv}, {"version", p.server_version}}},
+          {"gpu",
+           {{"names", p.gpu_names},
+            {"driver_version", p.driver_version},
+            {"cuda_version", p.cuda_version}}},
+          {"preflight", embed(p.preflight_json)}};
+}
+Provenance provenance_from_json(const json& j) {
+  Provenance p;
+  const auto& s = j.at("specbench");
+  p.specbench_argv = s.at("argv").get<std::vector<std::string>>();
+  p.specbench_version = s.at("version").get<std::string>();
+  p.specbench_commit = s.at("git_commit").get<std::string>();
+  p.hostname = s.value("hostname", std::string());
+  const auto& sw = j.at("sweep");
+  p.sweep_name = sw.value("name", std::string());
+  p.sweep_file = sw.value("file", std::string());
+  p.sweep_hash = sw.value("hash", std::string());
+  const auto& sv = j.at("server");
+  p.server_argv = sv.at("argv").get<std::vector<std::string>>();
+  p.server_version = sv.value("version", std::string());
+  const auto& g = j.at("gpu");
+  p.gpu_names = g.at("names").get<std::vector<std::string>>();
+  p.driver_version = g.value("driver_version", std::string());
+  p.cuda_version = g.value("cuda_version", std::string());
+  p.preflight_json = unembed(j.value("preflight", json()));
+  return p;
+}
+
+json request_to_json(const RequestMetrics& r) {
+  json j = {{"run", r.run},
+            {"index", r.index},
+            {"ok", r.ok},
+            {"http_status", r.http_status},
+            {"prompt_tokens", r.prompt_tokens},
+            {"output_tokens", r.output_tokens},
+            {"start_s", r.start_s},
+            {"ttft_s", r.ttft_s},
+            {"e2e_s", r.e2e_s},
+            {"tpot_s", r.tpot_s()},
+            {"itl_s", r.itl_s},
+            {"verify_steps", r.verify_steps >= 0 ? json(r.verify_steps) : json(nullptr)}};
+  if (!r.error.empty()) j["error"] = r.error;
+  return j;
+}
+RequestMetrics request_from_json(const json& j) {
+  RequestMetrics r;
+  r.run = j.at("run").get<int>();
+  r.index = j.at("index").get<int>();
+  r.ok = j.at("ok").get<bool>();
+  r.error = j.value("error", std::string());
+  r.http_status = j.value("http_status", 0);
+  r.prompt_tokens = j.value("prompt_tokens", 0);
+  r.output_tokens = j.at("output_tokens").get<int>();
+  r.start_s = j.value("start_s", 0.0);
+  r.ttft_s = j.at("ttft_s").get<double>();
+  r.e2e_s = j.at("e2e_s").get<double>();
+  r.itl_s = j.value("itl_s", std::vector<double>{});
+  const auto v = j.find("verify_steps");
+  r.verify_steps = (v == j.end() || v->is_null()) ? -1 : v->get<int64_t>();
+  return r;
+}
+
+json run_to_json(const RunSummary& r) {
+  return {{"run", r.run},
+          {"requests", r.requests},
+          {"failed", r.failed},
+          {"duration_s", r.duration_s},
+          {"output_tokens", r.output_tokens},
+          {"output_tokens_per_s", r.output_tokens_per_s},
+          {"acceptance_length", opt(r.acceptance_length)}};
+}
+RunSummary run_from_json(const json& j) {
+  RunSummary r;
+  r.run = j.at("run").get<int>();
+  r.requests = j.at("requests").get<int>();
+  r.failed = j.at("failed").get<int>();
+  r.duration_s = j.at("duration_s").get<double>();
+  r.output_tokens = j.at("output_tokens").get<int64_t>();
+  r.output_tokens_per_s = j.at("output_tokens_per_s").get<double>();
+  r.acceptance_length = opt_double(j, "acceptance_length");
+  return r;
+}
+
+json summary_to_json(const CellSummary& c) {
+  return {{"runs", c.runs},
+          {"requests", c.requests},
+          {"failed", c.failed},
+          {"output_tokens_per_s", distribution_to_json(c.output_tokens_per_s)},
+          {"ttft_s", distribution_to_json(c.ttft_s)},
+          {"tpot_s", distribution_to_json(c.tpot_s)},
+          {"itl_s", distribution_to_json(c.itl_s)},
+          {"e2e_s", distribution_to_json(c.e2e_s)},
+          {"acceptance_length", opt(c.acceptance_length)},
+          {"acceptance_length_runs", distribution_to_json(c.acceptance_length_runs)}};
+}
+CellSummary summary_from_json(const json& j) {
+  CellSummary c;
+  c.runs = j.at("runs").get<int>();
+  c.requests = j.at("requests").get<int>();
+  c.failed = j.at("failed").get<int>();
+  c.output_tokens_per_s = distribution_from_json(j.at("output_tokens_per_s"));
+  c.ttft_s = distribution_from_json(j.at("ttft_s"));
+  c.tpot_s = distribution_from_json(j.at("tpot_s"));
+  c.itl_s = distribution_from_json(j.at("itl_s"));
+  c.e2e_s = distribution_from_json(j.at("e2e_s"));
+  c.acceptance_length = opt_double(j, "acceptance_length");
+  c.acceptance_length_runs = distribution_from_json(j.at("acceptance_length_runs"));
+  return c;
+}
+
+json cell_result_to_json(const CellResult& r) {
+  json failure = nullptr;
+  if (r.failure) {
+    failure = {{"stage", to_string(r.failure->stage)},
+               {"reason", r.failure->reason},
+               {"diagnosis", r.failure->diagnosis},
+               {"log_tail", r.failure->log_tail},
+               {"server_crashed", r.failure->server_crashed},
+               {"points_at_gpu", r.failure->points_at_gpu}};
+  }
+  json requests = json::array();
+  for (const auto& q : r.requests) requests.push_back(request_to_json(q));
+  json runs = json::array();
+  for (const auto& s : r.runs) runs.push_back(run_to_json(s));
+  return {{"schema_version", r.schema_version},
+          {"kind", "specbench.cell_result"},
+          {"cell_id", r.cell_id},
+          {"phase_id", r.phase_id},
+          {"config_hash", r.config_hash},
+          {"tp", r.tp},
+          {"gpus", r.gpus},
+          {"method", method_to_json(r.method)},
+          {"workload", workload_to_json(r.workload)},
+          {"status", to_string(r.status)},
+          {"failure", failure},
+          {"notes", r.notes},
+          {"started_at", r.started_at},
+          {"finished_at", r.finished_at},
+          {"wall_s", r.wall_s},
+          {"readiness_s", r.readiness_s},
+          {"attempt", r.attempt},
+          {"provenance", provenance_to_json(r.provenance)},
+          {"summary", summary_to_json(r.summary)},
+          {"runs", runs},
+          {"requests", requests}};
+}
+
+CellResult cell_result_from_json_obj(const json& j) {
+  CellResult r;
+  r.schema_version = j.at("schema_version").get<int>();
+  if (r.schema_version != results_schema_version)
+    throw std::runtime_error("schema_version " + std::to_string(r.schema_version) +
+                             " is not the supported " + std::to_string(results_schema_version));
+  r.cell_id = j.at("cell_id").get<std::string>();
+  r.phase_id = j.at("phase_id").get<std::string>();
+  r.config_hash = j.at("config_hash").get<std::string>();
+  r.tp = j.at("tp").get<int>();
+  r.gpus = j.at("gpus").get<std::vector<int>>();
+  r.method = method_from_json(j.at("method"));
+  r.workload = workload_from_json(j.at("workload"));
+  const auto status = cell_status_from_string(j.at("status").get<std::string>());
+  if (!status) throw std::runtime_error("unknown status '" + j.at("status").dump() + "'");
+  r.status = *status;
+  const auto& f = j.at("failure");
+  if (!f.is_null()) {
+    CellFailure cf;
+    const auto stage = cell_stage_from_string(f.at("stage").get<std::string>());
+    if (!stage) throw std::runtime_error("unknown failure stage " + f.at("stage").dump());
+    cf.stage = *stage;
+    cf.reason = f.at("reason").get<std::string>();
+    cf.diagnosis = f.value("diagnosis", std::string());
+    cf.log_tail = f.value("log_tail", std::string());
+    cf.server_crashed = f.value("server_crashed", false);
+    cf.points_at_gpu = f.value("points_at_gpu", false);
+    r.failure = cf;
+  }
+  r.notes = j.value("notes", std::vector<std::string>{});
+  r.started_at = j.value("started_at", std::string());
+  r.finished_at = j.value("finished_at", std::string());
+  r.wall_s = j.value("wall_s", 0.0);
+  r.readiness_s = j.value("readiness_s", 0.0);
+  r.attempt = j.value("attempt", 1);
+  r.provenance = provenance_from_json(j.at("provenance"));
+  r.summary = summary_from_json(j.at("summary"));
+  for (const auto& s : j.at("runs")) r.runs.push_back(run_from_json(s));
+  for (const auto& q : j.at("requests")) r.requests.push_back(request_from_json(q));
+  return r;
+}
+
+json manifest_to_json_obj(const Manifest& m) {
+  json phases = json::array();
+  for (const auto& p : m.phases) {
+    json cells = json::array();
+    for (const auto& c : p.cells)
+      cells.push_back({{"id", c.id},
+                       {"config_hash", c.config_hash},
+                       {"method", c.method},
+                       {"workload", c.workload},
+                       {"status", c.status},
+                       {"file", c.file}});
+    phases.push_back({{"id", p.id},
+                      {"tp", p.tp},
+                      {"gpus", p.gpus},
+                      {"preflight", p.preflight},
+                      {"preflight_report", embed(p.preflight_json)},
+                      {"cells", cells}});
+  }
+  return {{"schema_version", m.schema_version},
+          {"kind", "specbench.manifest"},
+          {"sweep", {{"name", m.sweep_name}, {"file", m.sweep_file}, {"hash", m.sweep_hash}}},
+          {"specbench",
+           {{"argv", m.specbench_argv},
+            {"version", m.specbench_version},
+            {"git_commit", m.specbench_commit}}},
+          {"started_at", m.started_at},
+          {"updated_at", m.updated_at},
+          {"state", m.state},
+          {"phases", phases}};
+}
+
+Manifest manifest_from_json_obj(const json& j) {
+  Manifest m;
+  m.schema_version = j.at("schema_version").get<int>();
+  if (m.schema_version != results_schema_version)
+    throw std::runtime_error("schema_version " + std::to_string(m.schema_version) +
+                             " is not the supported " + std::to_string(results_schema_version));
+  const auto& sw = j.at("sweep");
+  m.sweep_name = sw.value("name", std::string());
+  m.sweep_file = sw.value("file", std::string());
+  m.sweep_hash = sw.value("hash", std::string());
+  const auto& s = j.at("specbench");
+  m.specbench_argv = s.value("argv", std::vector<std::string>{});
+  m.specbench_version = s.value("version", std::string());
+  m.specbench_commit = s.value("git_commit", std::string());
+  m.started_at = j.value("started_at", std::string());
+  m.updated_at = j.value("updated_at", std::string());
+  m.state = j.value("state", std::string());
+  for (const auto& pj : j.at("phases")) {
+    ManifestPhase p;
+    p.id = pj.at("id").get<std::string>();
+    p.tp = pj.value("tp", 1);
+    p.gpus = pj.value("gpus", std::vector<int>{});
+    p.preflight = pj.value("preflight", std::string());
+    p.preflight_json = unembed(pj.value("preflight_report", json()));
+    for (const auto& cj : pj.at("cells")) {
+      ManifestCell c;
+      c.id = cj.at("id").get<std::string>();
+      c.config_hash = cj.value("config_hash", std::string());
+      c.method = cj.value("method", std::string());
+      c.workload = cj.value("workload", std::string());
+      c.status = cj.value("status", std::string());
+      c.file = cj.value("file", std::string());
+      p.cells.push_back(std::move(c));
+    }
+    m.phases.push_back(std::move(p));
+  }
+  return m;
+}
+
+} // namespace detail
+
+std::string to_json(const CellResult& result) {
+  return detail::cell_result_to_json(result).dump(2) + "\n";
+}
+
+Expected<CellResult> cell_result_from_json(const std::string& text) {
+  try {
+    return detail::cell_result_from_json_obj(json::parse(text));
+  } catch (const std::exception& e) {
+    return Status(StatusCode::invalid_argument,
+                  std::string("not a specbench cell result: ") + e.what(),
+                  "move the file aside or re-run the cell with --fresh", "cell_result_from_json");
+  }
+}
+
+std::string to_json(const Manifest& manifest) {
+  return detail::manifest_to_json_obj(manifest).dump(2) + "\n";
+}
+
+Expected<Manifest> manifest_from_json(const std::string& text) {
+  try {
+    return detail::manifest_from_json_obj(json::parse(text));
+  } catch (const std::exception& e) {
+    return Status(StatusCode::invalid_argument,
+                  std::string("not a specbench manifest: ") + e.what(),
+                  "move the results directory aside or run with --fresh", "manifest_from_json");
+  }
+}
+
+} // namespace specbench

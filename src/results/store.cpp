@@ -1,0 +1,220 @@
+// The results directory: atomic writes, loading, moving stale results aside.
+#include "specbench/results.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <ctime>
+#include <fcntl.h>
+#include <fstream>
+#include <sstream>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace specbench {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+Status errno_status(const std::string& what, const fs::path& path, int err) {
+  return Status(StatusCode::io_error, what + " " + path.string() + ": " + std::strerror(err),
+                "check that the results directory is writable and the disk is not full",
+                "write_file_atomic");
+}
+
+// Temp files are "<name>.tmp.<pid>" in the target's directory: same filesystem, so rename is
+// atomic; a killed writer leaves one behind, which ResultStore::open removes.
+bool is_temp_name(const std::string& name) { return name.find(".tmp.") != std::string::npos; }
+
+std::optional<std::string> read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string compact_utc_stamp() {
+  const auto now = std::chrono::system_clock::now();
+  const std::time_t t = std::chrono::system_clock::to_time_t(now);
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &tm);
+  return buf;
+}
+
+} // namespace
+
+Status write_file_atomic(const fs::path& path, const std::string& text) {
+  const fs::path dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
+  const fs::path tmp = dir / (path.filename().string() + ".tmp." + std::to_string(::getpid()));
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return errno_status("cannot create", tmp, errno);
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      return errno_status("cannot write", tmp, err);
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0) {
+    const int err = errno;
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return errno_status("cannot fsync", tmp, err);
+  }
+  ::close(fd);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    return errno_status("cannot rename into place", path, err);
+  }
+  // Make the rename itself durable.
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+  return Status::ok();
+}
+
+std::string utc_now_iso8601() {
+  const auto now = std::chrono::system_clock::now();
+  const std::time_t t = std::chrono::system_clock::to_time_t(now);
+  const auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  char buf[40];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  char out[48];
+  std::snprintf(out, sizeof out, "%s.%03dZ", buf, static_cast<int>(ms));
+  return out;
+}
+
+std::string stale_batch_name(const fs::path& results_dir, const std::string& why) {
+  const std::string base = compact_utc_stamp() + "-" + why;
+  std::string name = base;
+  std::error_code ec;
+  for (int i = 2; fs::exists(results_dir / "stale" / name, ec); ++i)
+    name = base + "-" + std::to_string(i);
+  return name;
+}
+
+Expected<ResultStore> ResultStore::open(const fs::path& dir) {
+  std::error_code ec;
+  fs::create_directories(dir / "cells", ec);
+  if (ec)
+    return Status(StatusCode::io_error,
+                  "cannot create results directory " + (dir / "cells").string() + ": " +
+                      ec.message(),
+                  "choose a writable --results directory", "ResultStore::open");
+  fs::create_directories(dir / "logs", ec);
+  for (const auto& sub : {dir, dir / "cells"}) {
+    for (auto it = fs::directory_iterator(sub, ec); !ec && it != fs::directory_iterator();
+         it.increment(ec)) {
+      if (it->is_regular_file() && is_temp_name(it->path().filename().string()))
+        fs::remove(it->path(), ec);
+    }
+  }
+  return ResultStore(dir);
+}
+
+fs::path ResultStore::cell_path(const std::string& cell_id) const {
+  return dir_ / "cells" / (cell_id + ".json");
+}
+fs::path ResultStore::log_path(const std::string& cell_id) const {
+  return dir_ / "logs" / (cell_id + ".log");
+}
+fs::path ResultStore::manifest_path() const { return dir_ / "manifest.json"; }
+
+Expected<CellResult> ResultStore::load(const std::string& cell_id) const {
+  const auto path = cell_path(cell_id);
+  std::error_code ec;
+  if (!fs::exists(path, ec))
+    return Status(StatusCode::not_found, "no result for cell " + cell_id, "", path.string());
+  const auto text = read_text(path);
+  if (!text)
+    return Status(StatusCode::io_error, "cannot read " + path.string(), "", "ResultStore::load");
+  auto r = cell_result_from_json(*text);
+  if (!r) return Status(r.status().code(), r.status().message(), r.status().remedy(), path.string());
+  return r;
+}
+
+std::vector<std::string> ResultStore::stored_ids() const {
+  std::vector<std::string> ids;
+  std::error_code ec;
+  for (auto it = fs::directory_iterator(dir_ / "cells", ec); !ec && it != fs::directory_iterator();
+       it.increment(ec)) {
+    const auto name = it->path().filename().string();
+    if (!it->is_regular_file() || is_temp_name(name) || it->path().extension() != ".json")
+      continue;
+    ids.push_back(it->path().stem().string());
+  }
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+std::vector<CellResult> ResultStore::load_all(std::vector<std::string>* problems) const {
+  std::vector<CellResult> out;
+  for (const auto& id : stored_ids()) {
+    auto r = load(id);
+    if (r) out.push_back(std::move(*r));
+    else if (problems) problems->push_back(r.status().to_string());
+  }
+  return out;
+}
+
+Status ResultStore::commit(const CellResult& result) const {
+  if (result.cell_id.empty() || result.cell_id.find('/') != std::string::npos)
+    return Status(StatusCode::invalid_argument, "bad cell id '" + result.cell_id + "'", "",
+                  "ResultStore::commit");
+  return write_file_atomic(cell_path(result.cell_id), to_json(result));
+}
+
+Expected<fs::path> ResultStore::move_aside(const std::string& cell_id,
+                                           const std::string& batch) const {
+  const fs::path target_dir = dir_ / "stale" / batch;
+  std::error_code ec;
+  fs::create_directories(target_dir / "cells", ec);
+  if (ec)
+    return Status(StatusCode::io_error, "cannot create " + target_dir.string() + ": " + ec.message(),
+                  "", "ResultStore::move_aside");
+  const fs::path target = target_dir / "cells" / (cell_id + ".json");
+  fs::rename(cell_path(cell_id), target, ec);
+  if (ec)
+    return Status(StatusCode::io_error,
+                  "cannot move " + cell_path(cell_id).string() + " aside: " + ec.message(), "",
+                  "ResultStore::move_aside");
+  if (fs::exists(log_path(cell_id), ec)) {
+    fs::create_directories(target_dir / "logs", ec);
+    fs::rename(log_path(cell_id), target_dir / "logs" / (cell_id + ".log"), ec);
+  }
+  return target;
+}
+
+Expected<Manifest> ResultStore::load_manifest() const {
+  std::error_code ec;
+  if (!fs::exists(manifest_path(), ec))
+    return Status(StatusCode::not_found, "no manifest in " + dir_.string(), "",
+                  "ResultStore::load_manifest");
+  const auto text = read_text(manifest_path());
+  if (!text)
+    return Status(StatusCode::io_error, "cannot read " + manifest_path().string(), "",
+                  "ResultStore::load_manifest");
+  return manifest_from_json(*text);
+}
+
+Status ResultStore::write_manifest(const Manifest& manifest) const {
+  return write_file_atomic(manifest_path(), to_json(manifest));
+}
+
+} // namespace specbench

@@ -1,0 +1,196 @@
+// The results store: JSON round trip, atomic writes that survive SIGKILL, moving results aside.
+#include "specbench/results.hpp"
+#include "support/test_paths.hpp"
+
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <sys/wait.h>
+#include <unistd.h>
+
+using namespace specbench;
+namespace fs = std::filesystem;
+
+namespace {
+
+CellResult sample_result(const std::string& id, int requests = 3) {
+  CellResult r;
+  r.cell_id = id;
+  r.phase_id = "tp1";
+  r.config_hash = "0123456789abcdef";
+  r.tp = 1;
+  r.gpus = {0};
+  r.method.kind = MethodKind::tree;
+  r.method.block = 16;
+  r.method.budget = 12;
+  r.workload.name = "short";
+  r.workload.prompt_tokens = 64;
+  r.workload.requests = requests;
+  r.status = CellStatus::ok;
+  r.notes = {"synthetic model"};
+  r.started_at = utc_now_iso8601();
+  r.finished_at = utc_now_iso8601();
+  r.provenance.specbench_argv = {"specbench", "run", "x.yaml"};
+  r.provenance.specbench_version = "0.1.0";
+  r.provenance.specbench_commit = "abc";
+  r.provenance.server_argv = {"sim", "--port", "1234"};
+  r.provenance.gpu_names = {"NVIDIA H200"};
+  r.provenance.preflight_json = R"({"verdict":"pass","checks":[]})";
+  for (int i = 0; i < requests; ++i) {
+    RequestMetrics q;
+    q.run = 0;
+    q.index = i;
+    q.ok = i != 1;
+    if (!q.ok) q.error = "http 500";
+    q.output_tokens = 32;
+    q.ttft_s = 0.01 * (i + 1);
+    q.e2e_s = 0.5 + i;
+    q.itl_s = {0.01, 0.02};
+    q.verify_steps = i == 2 ? -1 : 8;
+    r.requests.push_back(q);
+  }
+  r.runs = summarize_runs(r.requests, 1);
+  r.summary = summarize_cell(r.requests, r.runs);
+  return r;
+}
+
+} // namespace
+
+TEST(CellResultJson, RoundTripKeepsEverything) {
+  auto r = sample_result("tp1-ddtree-b12");
+  r.status = CellStatus::failed;
+  r.failure = CellFailure{CellStage::measure, "server died", "CUDA illegal instruction",
+                          "line1\nline2", true, true};
+  const auto text = to_json(r);
+  auto back = cell_result_from_json(text);
+  ASSERT_TRUE(back) << back.status().to_string();
+  EXPECT_EQ(back->cell_id, r.cell_id);
+  EXPECT_EQ(back->method.kind, MethodKind::tree);
+  EXPECT_EQ(back->method.budget, 12);
+  EXPECT_EQ(back->status, CellStatus::failed);
+  ASSERT_TRUE(back->failure);
+  EXPECT_EQ(back->failure->stage, CellStage::measure);
+  EXPECT_TRUE(back->failure->server_crashed);
+  EXPECT_EQ(back->failure->log_tail, "line1\nline2");
+  EXPECT_EQ(back->requests.size(), 3u);
+  EXPECT_FALSE(back->requests[1].ok);
+  EXPECT_EQ(back->requests[2].verify_steps, -1);
+  EXPECT_EQ(back->requests[0].itl_s.size(), 2u);
+  EXPECT_EQ(back->provenance.gpu_names, r.provenance.gpu_names);
+  EXPECT_NE(back->provenance.preflight_json.find("\"verdict\""), std::string::npos);
+  EXPECT_EQ(back->summary.failed, 1);
+  ASSERT_TRUE(back->summary.acceptance_length);
+  EXPECT_DOUBLE_EQ(*back->summary.acceptance_length, 4.0);
+  // The preflight report is embedded as an object, not a string.
+  EXPECT_NE(text.find("\"preflight\": {"), std::string::npos);
+  // Serializing again gives the same text: nothing lost or reordered.
+  EXPECT_EQ(to_json(*back), text);
+}
+
+TEST(CellResultJson, RejectsOtherSchemaVersionsAndGarbage) {
+  auto r = sample_result("a");
+  r.schema_version = results_schema_version + 1;
+  EXPECT_FALSE(cell_result_from_json(to_json(r)));
+  EXPECT_FALSE(cell_result_from_json("{\"schema_version\": 1"));
+  EXPECT_FALSE(cell_result_from_json("[]"));
+}
+
+TEST(ResultStore, CommitLoadAndMoveAside) {
+  const auto dir = specbench::testing::make_temp_dir("store");
+  auto store = ResultStore::open(dir);
+  ASSERT_TRUE(store) << store.status().to_string();
+  EXPECT_EQ(store->load("x").status().code(), StatusCode::not_found);
+  ASSERT_TRUE(store->commit(sample_result("tp1-autoregressive")));
+  ASSERT_TRUE(store->commit(sample_result("tp1-linear-k16")));
+  { std::ofstream(store->log_path("tp1-linear-k16")) << "log\n"; }
+  EXPECT_EQ(store->stored_ids(), (std::vector<std::string>{"tp1-autoregressive", "tp1-linear-k16"}));
+  auto batch = stale_batch_name(dir, "config-changed");
+  auto moved = store->move_aside("tp1-linear-k16", batch);
+  ASSERT_TRUE(moved) << moved.status().to_string();
+  EXPECT_TRUE(fs::exists(*moved));
+  EXPECT_TRUE(fs::exists(dir / "stale" / batch / "logs" / "tp1-linear-k16.log"));
+  EXPECT_EQ(store->stored_ids(), (std::vector<std::string>{"tp1-autoregressive"}));
+  // A second batch in the same second gets a distinct name.
+  fs::create_directories(dir / "stale" / batch);
+  EXPECT_NE(stale_batch_name(dir, "config-changed"), batch);
+  // Bad files are reported, not silently used.
+  { std::ofstream(dir / "cells" / "broken.json") << "{not json"; }
+  std::vector<std::string> problems;
+  const auto all = store->load_all(&problems);
+  EXPECT_EQ(all.size(), 1u);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find("broken.json"), std::string::npos);
+}
+
+TEST(ResultStore, OpenRemovesTempFilesOfAKilledWriter) {
+  const auto dir = specbench::testing::make_temp_dir("store-tmp");
+  fs::create_directories(dir / "cells");
+  { std::ofstream(dir / "cells" / "a.json.tmp.12345") << "{partial"; }
+  auto store = ResultStore::open(dir);
+  ASSERT_TRUE(store);
+  EXPECT_FALSE(fs::exists(dir / "cells" / "a.json.tmp.12345"));
+  EXPECT_TRUE(store->stored_ids().empty());
+}
+
+TEST(ResultStore, ManifestRoundTrip) {
+  const auto dir = specbench::testing::make_temp_dir("manifest");
+  auto store = ResultStore::open(dir);
+  ASSERT_TRUE(store);
+  Manifest m;
+  m.sweep_name = "demo";
+  m.sweep_hash = "feed";
+  m.state = "running";
+  ManifestPhase p;
+  p.id = "tp4";
+  p.tp = 4;
+  p.gpus = {0, 1, 2, 3};
+  p.preflight = "failed";
+  p.preflight_json = R"({"verdict":"fail"})";
+  p.cells.push_back({"tp4-autoregressive", "h1", "autoregressive", "default", "blocked",
+                     "cells/tp4-autoregressive.json"});
+  m.phases.push_back(p);
+  ASSERT_TRUE(store->write_manifest(m));
+  auto back = store->load_manifest();
+  ASSERT_TRUE(back) << back.status().to_string();
+  EXPECT_EQ(back->sweep_name, "demo");
+  ASSERT_EQ(back->phases.size(), 1u);
+  EXPECT_EQ(back->phases[0].gpus.size(), 4u);
+  EXPECT_EQ(back->phases[0].cells[0].status, "blocked");
+  EXPECT_EQ(back->phases[0].preflight_json, R"({"verdict":"fail"})");
+}
+
+// A writer rewriting one result over and over is SIGKILLed at random moments: the file on disk
+// is always a complete, parseable result (the old one or the new one), never a part.
+TEST(ResultStore, SigkillDuringWritesNeverCorruptsAFinishedResult) {
+  const auto dir = specbench::testing::make_temp_dir("store-kill");
+  {
+    auto store = ResultStore::open(dir);
+    ASSERT_TRUE(store);
+    ASSERT_TRUE(store->commit(sample_result("cell", 2)));
+  }
+  std::mt19937 rng(42);
+  for (int round = 0; round < 8; ++round) {
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      auto store = ResultStore::open(dir);
+      for (int i = 0;; ++i) (void)store->commit(sample_result("cell", 200 + (i % 50)));
+    }
+    ::usleep(std::uniform_int_distribution<int>(2000, 40000)(rng));
+    ::kill(pid, SIGKILL);
+    int st = 0;
+    ::waitpid(pid, &st, 0);
+    ASSERT_TRUE(WIFSIGNALED(st));
+    auto store = ResultStore::open(dir);
+    ASSERT_TRUE(store);
+    auto r = store->load("cell");
+    ASSERT_TRUE(r) << "round " << round << ": " << r.status().to_string();
+    EXPECT_EQ(r->requests.size(), static_cast<size_t>(r->workload.requests));
+    // The temp file the killed writer left is gone after open().
+    for (const auto& e : fs::directory_iterator(dir / "cells"))
+      EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos);
+  }
+}
