@@ -1,0 +1,414 @@
+// YAML -> Sweep. Reads every field with its type and location, collects every problem, then runs
+// the semantic validation and points its findings at the right line.
+#include "config/yaml_reader.hpp"
+#include "specbench/config.hpp"
+#include "specbench/matrix.hpp"
+
+#include <fstream>
+#include <sstream>
+
+namespace specbench {
+namespace {
+
+using detail::YamlReader;
+
+std::string at(const std::string& path, size_t i) { return path + "[" + std::to_string(i) + "]"; }
+
+template <class T, class F> void set_if(std::optional<T> v, F&& assign) {
+  if (v) assign(*v);
+}
+
+void read_model(YamlReader& r, const YAML::Node& n, ModelSpec& m) {
+  const std::string p = "model";
+  r.mark(n, p);
+  if (!r.expect_map(n, p)) return;
+  r.check_keys(n, p, {"name", "path", "draft_path", "context_length"});
+  if (n["name"]) set_if(r.read_string(n["name"], p + ".name"), [&](auto v) { m.name = v; });
+  if (n["path"]) set_if(r.read_string(n["path"], p + ".path"), [&](auto v) { m.path = v; });
+  if (n["draft_path"])
+    set_if(r.read_string(n["draft_path"], p + ".draft_path"), [&](auto v) { m.draft_path = v; });
+  if (n["context_length"])
+    set_if(r.read_int(n["context_length"], p + ".context_length", 1, Limits::max_tokens),
+           [&](auto v) { m.context_length = static_cast<int>(v); });
+}
+
+void read_server(YamlReader& r, const YAML::Node& n, ServerSpec& s) {
+  const std::string p = "server";
+  r.mark(n, p);
+  if (!r.expect_map(n, p)) return;
+  r.check_keys(n, p,
+               {"backend", "api", "launch", "method_args", "env", "host", "port",
+                "readiness_timeout_s", "stop_grace_s", "request_timeout_s"});
+  if (n["backend"])
+    set_if(r.read_choice(n["backend"], p + ".backend", {"sglang", "openai"}),
+           [&](auto v) { s.backend = v == "sglang" ? Backend::sglang : Backend::openai; });
+  if (n["api"])
+    set_if(r.read_choice(n["api"], p + ".api", {"generate", "completions", "chat"}), [&](auto v) {
+      s.api = v == "generate" ? ApiKind::generate
+                              : (v == "completions" ? ApiKind::completions : ApiKind::chat);
+    });
+  else if (s.backend == Backend::openai)
+    s.api = ApiKind::completions;
+  if (n["launch"])
+    set_if(r.read_string_list(n["launch"], p + ".launch"), [&](auto v) { s.launch = v; });
+  if (n["method_args"] && r.expect_map(n["method_args"], p + ".method_args")) {
+    const auto& ma = n["method_args"];
+    r.mark(ma, p + ".method_args");
+    r.check_keys(ma, p + ".method_args", {"autoregressive", "linear", "tree"});
+    for (const char* k : {"autoregressive", "linear", "tree"})
+      if (ma[k])
+        set_if(r.read_string_list(ma[k], p + ".method_args." + k),
+               [&](auto v) { s.method_args[k] = v; });
+  }
+  if (n["env"]) set_if(r.read_string_map(n["env"], p + ".env"), [&](auto v) { s.env = v; });
+  if (n["host"]) set_if(r.read_string(n["host"], p + ".host"), [&](auto v) { s.host = v; });
+  if (n["port"])
+    set_if(r.read_int(n["port"], p + ".port", 0, 65535), [&](auto v) { s.port = int(v); });
+  if (n["readiness_timeout_s"])
+    set_if(r.read_double(n["readiness_timeout_s"], p + ".readiness_timeout_s", 0.1, 86400),
+           [&](auto v) { s.readiness_timeout_s = v; });
+  if (n["stop_grace_s"])
+    set_if(r.read_double(n["stop_grace_s"], p + ".stop_grace_s", 0, 3600),
+           [&](auto v) { s.stop_grace_s = v; });
+  if (n["request_timeout_s"])
+    set_if(r.read_double(n["request_timeout_s"], p + ".request_timeout_s", 0.1, 86400),
+           [&](auto v) { s.request_timeout_s = v; });
+}
+
+void read_phases(YamlReader& r, const YAML::Node& n, std::vector<PhaseSpec>& phases) {
+  const std::string p = "phases";
+  r.mark(n, p);
+  if (!r.expect_sequence(n, p)) return;
+  for (size_t i = 0; i < n.size(); ++i) {
+    const std::string pp = at(p, i);
+    const YAML::Node e = n[i];
+    r.mark(e, pp);
+    if (!r.expect_map(e, pp)) continue;
+    r.check_keys(e, pp, {"tp", "gpus", "workloads", "env"});
+    PhaseSpec ph;
+    if (e["tp"])
+      set_if(r.read_int(e["tp"], pp + ".tp", 1, Limits::max_tp), [&](auto v) { ph.tp = int(v); });
+    else
+      r.error(e, pp + ".tp", "phase " + std::to_string(i) + " has no `tp`",
+              "add `tp: 1` (or 4, 8: the tensor-parallel size of this phase)");
+    if (e["gpus"] && r.expect_sequence(e["gpus"], pp + ".gpus")) {
+      r.mark(e["gpus"], pp + ".gpus");
+      for (size_t g = 0; g < e["gpus"].size(); ++g)
+        set_if(r.read_int(e["gpus"][g], at(pp + ".gpus", g), 0, Limits::max_tp - 1),
+               [&](auto v) { ph.gpus.push_back(int(v)); });
+    }
+    if (e["workloads"])
+      set_if(r.read_string_list(e["workloads"], pp + ".workloads"),
+             [&](auto v) { ph.workloads = v; });
+    if (e["env"]) set_if(r.read_string_map(e["env"], pp + ".env"), [&](auto v) { ph.env = v; });
+    phases.push_back(std::move(ph));
+  }
+}
+
+void read_methods(YamlReader& r, const YAML::Node& n, std::vector<Method>& methods) {
+  const std::string p = "methods";
+  r.mark(n, p);
+  if (!r.expect_sequence(n, p)) return;
+  for (size_t i = 0; i < n.size(); ++i) {
+    const std::string mp = at(p, i);
+    const YAML::Node e = n[i];
+    r.mark(e, mp);
+    if (!r.expect_map(e, mp)) continue;
+    r.check_keys(e, mp, {"kind", "block", "budgets"});
+    if (!e["kind"]) {
+      r.error(e, mp + ".kind", "method " + std::to_string(i) + " has no `kind`",
+              "add `kind: autoregressive`, `kind: linear` or `kind: tree`");
+      continue;
+    }
+    auto kind = r.read_choice(e["kind"], mp + ".kind", {"autoregressive", "linear", "tree"});
+    if (!kind) continue;
+    Method m;
+    m.kind = *kind == "autoregressive" ? MethodKind::autoregressive
+             : *kind == "linear"       ? MethodKind::linear
+                                       : MethodKind::tree;
+    // Block and budget ranges are checked by validation so sweeps built in code get them too.
+    if (e["block"])
+      set_if(r.read_int(e["block"], mp + ".block", -1'000'000, 1'000'000),
+             [&](auto v) { m.block = int(v); });
+    if (m.kind == MethodKind::autoregressive) {
+      if (e["block"] || e["budgets"])
+        r.error(e, mp, "an autoregressive method takes no `block` or `budgets`",
+                "remove them, or use `kind: linear` / `kind: tree`");
+      methods.push_back(m);
+    } else if (m.kind == MethodKind::linear) {
+      if (e["budgets"])
+        r.error(e["budgets"], mp + ".budgets", "a linear method has no tree budgets",
+                "remove `budgets`, or use `kind: tree`");
+      if (!e["block"])
+        r.error(e, mp + ".block", "a linear method needs `block` (the verify width)",
+                "add `block: 16` for a b16 DFlash drafter");
+      methods.push_back(m);
+    } else {
+      if (!e["block"])
+        r.error(e, mp + ".block", "a tree method needs `block` (the drafter's block size)",
+                "add `block: 16` for a b16 DFlash drafter");
+      if (!e["budgets"]) {
+        r.error(e, mp + ".budgets", "a tree method needs `budgets` (node budgets to sweep)",
+                "add `budgets: [8, 16, 32, 64]`");
+        continue;
+      }
+      const YAML::Node b = e["budgets"];
+      r.mark(b, mp + ".budgets");
+      if (!r.expect_sequence(b, mp + ".budgets")) continue;
+      if (b.size() == 0)
+        r.error(b, mp + ".budgets", "`budgets` is empty", "list at least one node budget");
+      for (size_t j = 0; j < b.size(); ++j) {
+        auto v = r.read_int(b[j], at(mp + ".budgets", j), -1'000'000, 1'000'000);
+        if (!v) continue;
+        Method t = m;
+        t.budget = int(*v);
+        methods.push_back(t);
+      }
+    }
+  }
+}
+
+void read_workloads(YamlReader& r, const YAML::Node& n, const std::filesystem::path& base,
+                    std::vector<Workload>& workloads) {
+  const std::string p = "workloads";
+  r.mark(n, p);
+  if (!r.expect_sequence(n, p)) return;
+  for (size_t i = 0; i < n.size(); ++i) {
+    const std::string wp = at(p, i);
+    const YAML::Node e = n[i];
+    r.mark(e, wp);
+    if (!r.expect_map(e, wp)) continue;
+    r.check_keys(e, wp,
+                 {"name", "dataset", "prompt_tokens", "max_prompt_tokens", "max_new_tokens",
+                  "concurrency", "requests", "warmup", "runs", "temperature", "seed",
+                  "ignore_eos"});
+    Workload w;
+    if (e["name"]) set_if(r.read_string(e["name"], wp + ".name"), [&](auto v) { w.name = v; });
+    if (e["dataset"])
+      set_if(r.read_string(e["dataset"], wp + ".dataset"), [&](auto v) {
+        std::filesystem::path d(v);
+        w.dataset = d.is_absolute() || base.empty() ? d : base / d;
+      });
+    auto read_count = [&](const char* key, int min, int max, int& out) {
+      if (e[key])
+        set_if(r.read_int(e[key], wp + "." + key, min, max), [&](auto v) { out = int(v); });
+    };
+    read_count("prompt_tokens", 1, Limits::max_tokens, w.prompt_tokens);
+    read_count("max_prompt_tokens", 1, Limits::max_tokens, w.max_prompt_tokens);
+    read_count("max_new_tokens", 1, Limits::max_tokens, w.max_new_tokens);
+    read_count("concurrency", 1, Limits::max_concurrency, w.concurrency);
+    read_count("requests", 1, Limits::max_requests, w.requests);
+    read_count("warmup", 0, Limits::max_requests, w.warmup);
+    read_count("runs", 1, 1000, w.runs);
+    if (e["temperature"])
+      set_if(r.read_double(e["temperature"], wp + ".temperature", 0, 100),
+             [&](auto v) { w.temperature = v; });
+    if (e["seed"])
+      set_if(r.read_int(e["seed"], wp + ".seed", 0, (1LL << 62)),
+             [&](auto v) { w.seed = static_cast<uint64_t>(v); });
+    if (e["ignore_eos"])
+      set_if(r.read_bool(e["ignore_eos"], wp + ".ignore_eos"), [&](auto v) { w.ignore_eos = v; });
+    workloads.push_back(std::move(w));
+  }
+}
+
+void read_runner(YamlReader& r, const YAML::Node& n, const std::filesystem::path& base,
+                 RunnerSpec& rs) {
+  const std::string p = "runner";
+  r.mark(n, p);
+  if (!r.expect_map(n, p)) return;
+  r.check_keys(n, p,
+               {"preflight", "skip_smaller_budgets_after_crash", "gpu_memory_tolerance_mib",
+                "results_dir"});
+  if (n["preflight"])
+    set_if(r.read_bool(n["preflight"], p + ".preflight"), [&](auto v) { rs.preflight = v; });
+  if (n["skip_smaller_budgets_after_crash"])
+    set_if(r.read_bool(n["skip_smaller_budgets_after_crash"], p + ".skip_smaller_budgets_after_crash"),
+           [&](auto v) { rs.skip_smaller_budgets_after_crash = v; });
+  if (n["gpu_memory_tolerance_mib"])
+    set_if(r.read_double(n["gpu_memory_tolerance_mib"], p + ".gpu_memory_tolerance_mib", 0, 1e7),
+           [&](auto v) { rs.gpu_memory_tolerance_mib = v; });
+  if (n["results_dir"])
+    set_if(r.read_string(n["results_dir"], p + ".results_dir"), [&](auto v) {
+      std::filesystem::path d(v);
+      rs.results_dir = d.is_absolute() || base.empty() ? d : base / d;
+    });
+}
+
+// Quick structural screen before yaml-cpp sees the text: binary data and absurd nesting get a
+// clear message instead of a parser error deep inside.
+std::optional<Diagnostic> screen_text(std::string_view text, const std::string& file) {
+  if (text.size() > Limits::max_file_bytes)
+    return Diagnostic{Severity::error, file, 0, 0, "",
+                      "the file is " + std::to_string(text.size()) +
+                          " bytes; a sweep file is at most " +
+                          std::to_string(Limits::max_file_bytes) + " bytes",
+                      "check that this is the sweep YAML and not a dataset or a binary"};
+  int line = 1, col = 0, depth = 0;
+  for (char c : text) {
+    ++col;
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\n') {
+      ++line;
+      col = 0;
+    } else if (u == 0 || (u < 0x20 && c != '\t' && c != '\r')) {
+      return Diagnostic{Severity::error, file, line, col, "",
+                        "the file contains binary data (byte 0x" +
+                            std::string(1, "0123456789abcdef"[u >> 4]) +
+                            std::string(1, "0123456789abcdef"[u & 15]) + ")",
+                        "give the path of a YAML text file"};
+    } else if (c == '[' || c == '{') {
+      if (++depth > Limits::max_nesting)
+        return Diagnostic{Severity::error, file, line, col, "",
+                          "lists or maps nested deeper than " +
+                              std::to_string(Limits::max_nesting) + " levels",
+                          "a sweep needs only a few levels; check the file's brackets"};
+    } else if (c == ']' || c == '}') {
+      if (depth > 0) --depth;
+    }
+  }
+  return std::nullopt;
+}
+
+} // namespace
+
+int LoadResult::error_count() const noexcept {
+  int n = 0;
+  for (const auto& d : diagnostics) n += d.severity == Severity::error;
+  return n;
+}
+
+std::string Diagnostic::to_string() const {
+  std::ostringstream os;
+  os << (file.empty() ? "<sweep>" : file);
+  if (line > 0) os << ':' << line << ':' << column;
+  os << ": " << (severity == Severity::error ? "error" : "warning") << ": " << message;
+  if (!path.empty()) os << " [" << path << "]";
+  if (!fix.empty()) os << "\n    fix: " << fix;
+  return os.str();
+}
+
+LoadResult load_sweep_text(std::string_view yaml, const std::string& file_name,
+                           const std::filesystem::path& base_dir) {
+  LoadResult result;
+  if (auto bad = screen_text(yaml, file_name)) {
+    result.diagnostics.push_back(*bad);
+    return result;
+  }
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(yaml));
+  } catch (const YAML::Exception& e) {
+    const int line = e.mark.is_null() ? 0 : e.mark.line + 1;
+    const int col = e.mark.is_null() ? 0 : e.mark.column + 1;
+    result.diagnostics.push_back({Severity::error, file_name, line, col, "",
+                                  "YAML syntax error: " + e.msg,
+                                  "fix the YAML syntax here (indentation, quotes, brackets)"});
+    return result;
+  } catch (const std::exception& e) {
+    result.diagnostics.push_back({Severity::error, file_name, 0, 0, "",
+                                  std::string("could not parse the YAML: ") + e.what(),
+                                  "check that the file is a YAML sweep"});
+    return result;
+  }
+
+  YamlReader r(file_name);
+  Sweep sweep;
+  sweep.source_hash = stable_hash(yaml);
+  if (!root.IsMap()) {
+    r.error(root, "", "the sweep must be a map of keys at the top level, but it is " +
+                          detail::describe(root),
+            "start from configs/demo.yaml: `name:`, `gpus:`, `model:`, `server:`, `phases:`, "
+            "`methods:`, `workloads:`");
+    result.diagnostics = std::move(r.diagnostics());
+    return result;
+  }
+  try {
+    r.check_keys(root, "",
+                 {"name", "description", "gpus", "model", "server", "phases", "methods",
+                  "workloads", "runner"});
+    auto require = [&](const char* key, const char* fix) {
+      if (root[key]) return true;
+      r.error(root, key, std::string("missing required key `") + key + "`", fix);
+      return false;
+    };
+    if (root["name"]) set_if(r.read_string(root["name"], "name"), [&](auto v) { sweep.name = v; });
+    if (root["description"])
+      set_if(r.read_string(root["description"], "description"),
+             [&](auto v) { sweep.description = v; });
+    if (require("gpus", "add `gpus: 8` (how many GPUs the machine for this sweep has)"))
+      set_if(r.read_int(root["gpus"], "gpus", 1, Limits::max_tp),
+             [&](auto v) { sweep.gpus = int(v); });
+    if (require("model", "add `model:` with `path:` (and `draft_path:` for linear/tree)"))
+      read_model(r, root["model"], sweep.model);
+    if (require("server", "add `server:` with `backend:` and `launch:` (the argv template)"))
+      read_server(r, root["server"], sweep.server);
+    if (require("phases", "add `phases:` with at least `- tp: 1`"))
+      read_phases(r, root["phases"], sweep.phases);
+    if (require("methods", "add `methods:` with at least `- kind: autoregressive`"))
+      read_methods(r, root["methods"], sweep.methods);
+    if (require("workloads", "add `workloads:` with at least one workload"))
+      read_workloads(r, root["workloads"], base_dir, sweep.workloads);
+    if (root["runner"]) read_runner(r, root["runner"], base_dir, sweep.runner);
+  } catch (const YAML::Exception& e) {
+    // yaml-cpp may still throw on odd trees (e.g. a key that is itself a complex node).
+    r.diagnostics().push_back({Severity::error, file_name, e.mark.is_null() ? 0 : e.mark.line + 1,
+                               e.mark.is_null() ? 0 : e.mark.column + 1, "",
+                               "could not read the sweep: " + e.msg,
+                               "check the structure against configs/demo.yaml"});
+  }
+  sweep.source = file_name;
+
+  const bool read_errors = std::any_of(r.diagnostics().begin(), r.diagnostics().end(),
+                                       [](const Diagnostic& d) { return d.severity == Severity::error; });
+  result.diagnostics = std::move(r.diagnostics());
+  // Semantic rules only make sense on a structurally sound sweep; they get the YAML locations.
+  if (!read_errors) {
+    for (auto d : validate_sweep(sweep)) {
+      d.file = file_name;
+      std::tie(d.line, d.column) = r.location_of(d.path);
+      result.diagnostics.push_back(std::move(d));
+    }
+  }
+  if (result.error_count() == 0) result.sweep = std::move(sweep);
+  return result;
+}
+
+LoadResult load_sweep_file(const std::filesystem::path& file) {
+  LoadResult result;
+  std::error_code ec;
+  const auto status = std::filesystem::status(file, ec);
+  if (ec || !std::filesystem::exists(status)) {
+    result.diagnostics.push_back({Severity::error, file.string(), 0, 0, "",
+                                  "the sweep file does not exist",
+                                  "check the path; example sweeps are in configs/"});
+    return result;
+  }
+  if (!std::filesystem::is_regular_file(status)) {
+    result.diagnostics.push_back({Severity::error, file.string(), 0, 0, "",
+                                  "the sweep path is not a regular file",
+                                  "give the path of a YAML file"});
+    return result;
+  }
+  const auto size = std::filesystem::file_size(file, ec);
+  if (!ec && size > Limits::max_file_bytes) {
+    result.diagnostics.push_back({Severity::error, file.string(), 0, 0, "",
+                                  "the file is " + std::to_string(size) +
+                                      " bytes; a sweep file is at most " +
+                                      std::to_string(Limits::max_file_bytes) + " bytes",
+                                  "check that this is the sweep YAML"});
+    return result;
+  }
+  std::ifstream in(file, std::ios::binary);
+  if (!in) {
+    result.diagnostics.push_back({Severity::error, file.string(), 0, 0, "",
+                                  "the sweep file cannot be read (permission?)",
+                                  "check the file's permissions"});
+    return result;
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return load_sweep_text(text.str(), file.string(), file.parent_path());
+}
+
+} // namespace specbench

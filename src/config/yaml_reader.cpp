@@ -1,0 +1,219 @@
+#include "config/yaml_reader.hpp"
+
+#include "config/did_you_mean.hpp"
+
+#include <cmath>
+#include <set>
+
+namespace specbench::detail {
+namespace {
+std::pair<int, int> position(const YAML::Node& node) {
+  const YAML::Mark m = node.Mark();
+  if (m.is_null()) return {0, 0};
+  return {m.line + 1, m.column + 1};
+}
+
+std::string clip(const std::string& s) { return s.size() > 40 ? s.substr(0, 37) + "..." : s; }
+} // namespace
+
+std::string describe(const YAML::Node& node) {
+  switch (node.Type()) {
+  case YAML::NodeType::Null: return "nothing (null)";
+  case YAML::NodeType::Sequence: return "a list";
+  case YAML::NodeType::Map: return "a map";
+  case YAML::NodeType::Scalar: return "\"" + clip(node.Scalar()) + "\"";
+  default: return "an undefined value";
+  }
+}
+
+void YamlReader::report(Severity sev, const YAML::Node& node, const std::string& path,
+                        std::string message, std::string fix) {
+  auto [line, col] = node.IsDefined() ? position(node) : location_of(path);
+  if (line == 0) std::tie(line, col) = location_of(path);
+  diags_.push_back({sev, file_, line, col, path, std::move(message), std::move(fix)});
+}
+
+void YamlReader::mark(const YAML::Node& node, const std::string& path) {
+  const auto pos = position(node);
+  if (pos.first > 0) marks_[path] = pos;
+}
+
+std::pair<int, int> YamlReader::location_of(std::string path) const {
+  for (;;) {
+    if (auto it = marks_.find(path); it != marks_.end()) return it->second;
+    const auto cut = path.find_last_of(".[");
+    if (cut == std::string::npos || cut == 0) return {0, 0};
+    path.resize(cut);
+  }
+}
+
+void YamlReader::check_keys(const YAML::Node& map, const std::string& path,
+                            const std::vector<std::string>& allowed) {
+  std::set<std::string> seen;
+  for (const auto& kv : map) {
+    const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : std::string();
+    const std::string where = path.empty() ? key : path + "." + key;
+    if (!kv.first.IsScalar()) {
+      error(kv.first, path, "a key must be plain text, not " + describe(kv.first),
+            "write the key as a word, e.g. `name:`");
+      continue;
+    }
+    if (!seen.insert(key).second)
+      error(kv.first, where, "key `" + key + "` appears twice", "keep one of them");
+    if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
+    std::string fix;
+    if (auto near = closest_match(key, allowed); !near.empty())
+      fix = "did you mean `" + near + "`?";
+    else {
+      fix = "allowed keys here:";
+      for (const auto& a : allowed) fix += " " + a;
+    }
+    error(kv.first, where, "unknown key `" + clip(key) + "`" + (path.empty() ? "" : " in " + path),
+          fix);
+  }
+}
+
+bool YamlReader::expect_map(const YAML::Node& node, const std::string& path) {
+  if (node.IsMap()) return true;
+  error(node, path, "`" + path + "` must be a map of keys, but it is " + describe(node),
+        "indent `key: value` lines under `" + path + ":`");
+  return false;
+}
+
+bool YamlReader::expect_sequence(const YAML::Node& node, const std::string& path) {
+  if (node.IsSequence()) return true;
+  error(node, path, "`" + path + "` must be a list, but it is " + describe(node),
+        "write it as `[a, b]` or as lines starting with `- `");
+  return false;
+}
+
+std::optional<long long> YamlReader::read_int(const YAML::Node& node, const std::string& path,
+                                              long long min, long long max) {
+  mark(node, path);
+  long long v = 0;
+  bool parsed = false;
+  if (node.IsScalar()) {
+    const std::string& s = node.Scalar();
+    try {
+      size_t used = 0;
+      v = std::stoll(s, &used, 10);
+      parsed = used == s.size();
+    } catch (...) {
+      parsed = false;
+    }
+    if (!parsed) {
+      error(node, path, "`" + path + "` must be a whole number, but it is " + describe(node),
+            "write a number such as " + std::to_string(std::max(min, 1LL)));
+      return std::nullopt;
+    }
+  } else {
+    error(node, path, "`" + path + "` must be a whole number, but it is " + describe(node),
+          "write a number such as " + std::to_string(std::max(min, 1LL)));
+    return std::nullopt;
+  }
+  if (v < min || v > max) {
+    error(node, path,
+          "`" + path + "` is " + std::to_string(v) + ", outside the allowed range " +
+              std::to_string(min) + ".." + std::to_string(max),
+          "use a value from " + std::to_string(min) + " to " + std::to_string(max));
+    return std::nullopt;
+  }
+  return v;
+}
+
+std::optional<double> YamlReader::read_double(const YAML::Node& node, const std::string& path,
+                                              double min, double max) {
+  mark(node, path);
+  if (node.IsScalar()) {
+    const std::string& s = node.Scalar();
+    try {
+      size_t used = 0;
+      const double v = std::stod(s, &used);
+      if (used == s.size() && std::isfinite(v)) {
+        if (v < min || v > max) {
+          error(node, path,
+                "`" + path + "` is " + s + ", outside the allowed range " + std::to_string(min) +
+                    ".." + std::to_string(max),
+                "use a value in that range");
+          return std::nullopt;
+        }
+        return v;
+      }
+    } catch (...) {
+    }
+  }
+  error(node, path, "`" + path + "` must be a number, but it is " + describe(node),
+        "write a number such as 1.5");
+  return std::nullopt;
+}
+
+std::optional<bool> YamlReader::read_bool(const YAML::Node& node, const std::string& path) {
+  mark(node, path);
+  if (node.IsScalar()) {
+    const std::string& s = node.Scalar();
+    if (s == "true" || s == "True" || s == "yes" || s == "on") return true;
+    if (s == "false" || s == "False" || s == "no" || s == "off") return false;
+  }
+  error(node, path, "`" + path + "` must be true or false, but it is " + describe(node),
+        "write `true` or `false`");
+  return std::nullopt;
+}
+
+std::optional<std::string> YamlReader::read_string(const YAML::Node& node,
+                                                   const std::string& path) {
+  mark(node, path);
+  if (node.IsScalar()) return node.Scalar();
+  error(node, path, "`" + path + "` must be text, but it is " + describe(node),
+        "write a single value, quoted if it contains `:` or `#`");
+  return std::nullopt;
+}
+
+std::optional<std::string> YamlReader::read_choice(const YAML::Node& node, const std::string& path,
+                                                   const std::vector<std::string>& choices) {
+  auto s = read_string(node, path);
+  if (!s) return std::nullopt;
+  if (std::find(choices.begin(), choices.end(), *s) != choices.end()) return s;
+  std::string all;
+  for (const auto& c : choices) all += (all.empty() ? "" : ", ") + c;
+  const std::string near = closest_match(*s, choices);
+  error(node, path, "`" + path + "` is \"" + clip(*s) + "\", which is not one of: " + all,
+        near.empty() ? "use one of: " + all : "did you mean `" + near + "`?");
+  return std::nullopt;
+}
+
+std::optional<std::vector<std::string>> YamlReader::read_string_list(const YAML::Node& node,
+                                                                     const std::string& path) {
+  mark(node, path);
+  if (!expect_sequence(node, path)) return std::nullopt;
+  std::vector<std::string> out;
+  bool ok = true;
+  for (size_t i = 0; i < node.size(); ++i) {
+    auto s = read_string(node[i], path + "[" + std::to_string(i) + "]");
+    if (s) out.push_back(*s);
+    else ok = false;
+  }
+  if (!ok) return std::nullopt;
+  return out;
+}
+
+std::optional<std::map<std::string, std::string>> YamlReader::read_string_map(
+    const YAML::Node& node, const std::string& path) {
+  mark(node, path);
+  if (!expect_map(node, path)) return std::nullopt;
+  std::map<std::string, std::string> out;
+  bool ok = true;
+  for (const auto& kv : node) {
+    if (!kv.first.IsScalar()) {
+      error(kv.first, path, "keys of `" + path + "` must be text", "use NAME: value");
+      ok = false;
+      continue;
+    }
+    auto v = read_string(kv.second, path + "." + kv.first.Scalar());
+    if (v) out[kv.first.Scalar()] = *v;
+    else ok = false;
+  }
+  if (!ok) return std::nullopt;
+  return out;
+}
+
+} // namespace specbench::detail
