@@ -13,7 +13,8 @@ if(NOT SPECBENCH_ENABLE_CUDA STREQUAL "OFF")
       set(CMAKE_CUDA_ARCHITECTURES "90;100;120")
     endif()
     enable_language(CUDA)
-    set(CMAKE_CUDA_STANDARD 20)
+    # CUDA sources use C++17: CMake 3.25 (Debian 12) does not know how to ask nvcc for C++20.
+    set(CMAKE_CUDA_STANDARD 17)
     set(CMAKE_CUDA_STANDARD_REQUIRED ON)
     # Static cudart: the binary starts on machines without a CUDA runtime installed.
     set(CMAKE_CUDA_RUNTIME_LIBRARY Static)
