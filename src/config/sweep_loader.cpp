@@ -109,10 +109,16 @@ void read_methods(YamlReader& r, const YAML::Node& n, std::vector<Method>& metho
   const std::string p = "methods";
   r.mark(n, p);
   if (!r.expect_sequence(n, p)) return;
+  struct Origin {
+    size_t yaml_index, expanded_begin;
+  };
+  std::vector<Origin> origins;
   for (size_t i = 0; i < n.size(); ++i) {
     const std::string mp = at(p, i);
     const YAML::Node e = n[i];
     r.mark(e, mp);
+    const size_t first_expanded = methods.size();
+    origins.push_back({i, first_expanded});
     if (!r.expect_map(e, mp)) continue;
     r.check_keys(e, mp, {"kind", "block", "budgets"});
     if (!e["kind"]) {
@@ -164,6 +170,20 @@ void read_methods(YamlReader& r, const YAML::Node& n, std::vector<Method>& metho
         t.budget = int(*v);
         methods.push_back(t);
       }
+    }
+  }
+  // Validation sees the expanded list (one method per budget): point each expanded entry at its
+  // own YAML node, after all reads so that no later mark overwrites it.
+  for (size_t o = 0; o < origins.size(); ++o) {
+    const YAML::Node e = n[origins[o].yaml_index];
+    const size_t end = o + 1 < origins.size() ? origins[o + 1].expanded_begin : methods.size();
+    for (size_t k = origins[o].expanded_begin; k < end; ++k) {
+      const std::string ep = at("methods", k);
+      r.mark(e, ep);
+      if (e["block"]) r.mark(e["block"], ep + ".block");
+      const size_t b = k - origins[o].expanded_begin;
+      if (e["budgets"] && e["budgets"].IsSequence() && b < e["budgets"].size())
+        r.mark(e["budgets"][b], ep + ".budgets");
     }
   }
 }

@@ -1,0 +1,113 @@
+// Matrix expansion: ids, argv substitution, environment, config hashes, JSON.
+#include "specbench/matrix.hpp"
+#include "sweep_fixture.hpp"
+
+#include <nlohmann/json.hpp>
+
+using namespace specbench;
+using namespace specbench::testing;
+
+namespace {
+Sweep load_ok(const std::string& yaml) {
+  auto r = load_sweep_text(yaml, "sweep.yaml");
+  EXPECT_TRUE(r.ok()) << all_messages(r);
+  return r.ok() ? *r.sweep : Sweep{};
+}
+Matrix expand(const Sweep& s) {
+  auto m = expand_matrix(s, PlanContext{"/opt/specbench"});
+  EXPECT_TRUE(m) << m.status().to_string();
+  return m ? *m : Matrix{};
+}
+} // namespace
+
+TEST(Matrix, PhasesCellsAndReadableIds) {
+  const Matrix m = expand(load_ok(kValidSweep));
+  ASSERT_EQ(m.phases.size(), 2u);
+  EXPECT_EQ(m.cell_count(), 10u);
+  EXPECT_EQ(m.phases[0].id, "tp1");
+  EXPECT_EQ(m.phases[0].gpus, (std::vector<int>{0}));
+  EXPECT_EQ(m.phases[1].gpus, (std::vector<int>{4, 5, 6, 7}));
+  std::vector<std::string> ids;
+  for (const auto& c : m.phases[1].cells) ids.push_back(c.id);
+  EXPECT_EQ(ids, (std::vector<std::string>{"tp4-autoregressive", "tp4-linear-k16", "tp4-ddtree-b8",
+                                           "tp4-ddtree-b15", "tp4-ddtree-b64"}));
+  ASSERT_NE(m.find("tp1-ddtree-b15"), nullptr);
+  EXPECT_EQ(m.find("tp1-ddtree-b15")->method.verify_width(), 16);
+  EXPECT_EQ(m.find("nope"), nullptr);
+}
+
+TEST(Matrix, ArgvIsSubstitutedPerArgumentWithPortLeftForLaunch) {
+  const Matrix m = expand(load_ok(kValidSweep));
+  const Cell* tree = m.find("tp4-ddtree-b64");
+  ASSERT_NE(tree, nullptr);
+  EXPECT_EQ(tree->argv, (std::vector<std::string>{"server", "--model", "/nonexistent/model",
+                                                  "--port", "{port}", "--tp", "4", "--algo",
+                                                  "DDTREE", "--draft", "drafter", "--budget",
+                                                  "64"}));
+  const Cell* ar = m.find("tp1-autoregressive");
+  ASSERT_NE(ar, nullptr);
+  EXPECT_EQ(ar->argv.size(), 7u); // no method args for autoregressive
+  // Explicit GPUs become CUDA_VISIBLE_DEVICES for the server; implicit ones leave it alone.
+  EXPECT_EQ(tree->env.at("CUDA_VISIBLE_DEVICES"), "4,5,6,7");
+  EXPECT_EQ(ar->env.count("CUDA_VISIBLE_DEVICES"), 0u);
+}
+
+TEST(Matrix, ConfigHashChangesWithWhatChangesResultsOnly) {
+  const Matrix a = expand(load_ok(kValidSweep));
+  const Matrix b = expand(load_ok(kValidSweep));
+  EXPECT_EQ(a.find("tp1-linear-k16")->config_hash, b.find("tp1-linear-k16")->config_hash);
+  EXPECT_NE(a.find("tp1-linear-k16")->config_hash, a.find("tp4-linear-k16")->config_hash);
+  const Matrix c = expand(load_ok(replace(kValidSweep, "max_new_tokens: 256", "max_new_tokens: 255")));
+  EXPECT_NE(a.find("tp1-linear-k16")->config_hash, c.find("tp1-linear-k16")->config_hash);
+  // A comment or reordering outside the cell does not make results stale; where specbench is
+  // installed does not either.
+  const Matrix d = expand(load_ok("# comment\n" + kValidSweep));
+  EXPECT_EQ(a.find("tp1-linear-k16")->config_hash, d.find("tp1-linear-k16")->config_hash);
+  auto e = expand_matrix(load_ok(kValidSweep), PlanContext{"/elsewhere/specbench"});
+  ASSERT_TRUE(e);
+  EXPECT_EQ(a.find("tp1-linear-k16")->config_hash, e->find("tp1-linear-k16")->config_hash);
+}
+
+TEST(Matrix, SeveralWorkloadsSuffixIdsAndPhasesCanSelectWorkloads) {
+  std::string y = kValidSweep + "  - name: long\n    prompt_tokens: 20000\n    max_new_tokens: 64\n";
+  y = replace(y, "  - tp: 1\n", "  - tp: 1\n    workloads: [long]\n");
+  const Matrix m = expand(load_ok(y));
+  EXPECT_EQ(m.phases[0].cells.size(), 5u);
+  EXPECT_EQ(m.phases[1].cells.size(), 10u);
+  EXPECT_NE(m.find("tp1-ddtree-b8-long"), nullptr);
+  EXPECT_EQ(m.find("tp1-ddtree-b8-chat"), nullptr);
+  EXPECT_NE(m.find("tp4-ddtree-b8-chat"), nullptr);
+}
+
+TEST(Matrix, SubstitutionRules) {
+  auto ok = substitute_placeholders({"a{x}b", "{{literal}}", "{y}"}, {{"x", "1"}}, {"y"});
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(*ok, (std::vector<std::string>{"a1b", "{literal}", "{y}"}));
+  // Values with spaces stay one argument: nothing is split or interpreted by a shell.
+  auto spaced = substitute_placeholders({"--model={m}"}, {{"m", "/a b/$(rm -rf)"}});
+  ASSERT_TRUE(spaced);
+  EXPECT_EQ(spaced->at(0), "--model=/a b/$(rm -rf)");
+  auto unknown = substitute_placeholders({"{nope}"}, {});
+  EXPECT_FALSE(unknown);
+  EXPECT_EQ(unknown.status().code(), StatusCode::invalid_argument);
+  EXPECT_FALSE(substitute_placeholders({"{open"}, {}));
+  EXPECT_FALSE(substitute_placeholders({"close}"}, {}));
+}
+
+TEST(Matrix, JsonCarriesSchemaVersionAndEveryCell) {
+  const Sweep s = load_ok(kValidSweep);
+  const Matrix m = expand(s);
+  const auto j = nlohmann::json::parse(matrix_to_json(m, s));
+  EXPECT_EQ(j["schema_version"], 1);
+  EXPECT_EQ(j["cell_count"], 10);
+  ASSERT_EQ(j["phases"].size(), 2u);
+  EXPECT_EQ(j["phases"][1]["cells"][4]["id"], "tp4-ddtree-b64");
+  EXPECT_EQ(j["phases"][1]["cells"][4]["method"]["verify_width"], 65);
+  EXPECT_EQ(j["phases"][1]["cells"][4]["config_hash"].get<std::string>().size(), 16u);
+}
+
+TEST(Matrix, StableHashIsDeterministic) {
+  EXPECT_EQ(stable_hash(""), "cbf29ce484222325"); // FNV-1a 64 offset basis
+  EXPECT_EQ(stable_hash("a"), "af63dc4c8601ec8c");
+  EXPECT_NE(stable_hash("ab"), stable_hash("ba"));
+}

@@ -1,0 +1,66 @@
+// `specbench plan` as users run it: exit codes, table, JSON, errors.
+#include "support/test_paths.hpp"
+#include "support/test_process.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+using namespace specbench::testing;
+
+namespace {
+ProcessResult specbench(std::vector<std::string> args) {
+  args.insert(args.begin(), cli_path().string());
+  return run_process(args);
+}
+std::string config(const char* name) { return (source_dir() / "configs" / name).string(); }
+} // namespace
+
+TEST(PlanCli, QwenSweepListsThreePhasesAndEveryCell) {
+  const auto r = specbench({"plan", config("qwen3.6-27b-dflash-ddtree.yaml")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* s : {"phase tp1", "phase tp4", "phase tp8", "tp1-autoregressive-chat",
+                        "tp4-linear-k16-chat", "tp1-ddtree-b15-long-context", "tp8-ddtree-b64-chat",
+                        "--speculative-algorithm DFLASH", "48 cells"})
+    EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
+}
+
+TEST(PlanCli, JsonOutput) {
+  const auto r = specbench({"plan", config("qwen3.6-27b-dflash-ddtree.yaml"), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["schema_version"], 1);
+  ASSERT_EQ(j["phases"].size(), 3u);
+  EXPECT_EQ(j["phases"][2]["tp"], 8);
+  EXPECT_EQ(j["phases"][2]["cells"].size(), 16u);
+}
+
+TEST(PlanCli, InvalidSweepExitsTwoWithEveryError) {
+  const auto dir = make_temp_dir("plan-cli");
+  std::ifstream in(config("qwen3.6-27b-dflash-ddtree.yaml"));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // The seeds' campaign: 30,000-token prompts into a 32,768 context; and a typo.
+  text.replace(text.find("prompt_tokens: 25000"), 20, "prompt_tokens: 30000");
+  text.replace(text.find("concurrency: 1"), 14, "concurency: 1");
+  std::ofstream(dir / "bad.yaml") << text;
+  const auto r = specbench({"plan", (dir / "bad.yaml").string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(r.out.empty()) << "no partial plan on stdout: " << r.out;
+  EXPECT_NE(r.err.find("bad.yaml:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("did you mean `concurrency`"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("context overflow"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("largest prompt that fits is 28607"), std::string::npos) << r.err;
+}
+
+TEST(PlanCli, ArgumentsAndVersion) {
+  EXPECT_EQ(specbench({"plan", "/nonexistent.yaml"}).exit_code, 2);
+  EXPECT_EQ(specbench({}).exit_code, 2);
+  EXPECT_EQ(specbench({"frobnicate"}).exit_code, 2);
+  const auto help = specbench({"plan", "--help"});
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("--json"), std::string::npos);
+  const auto v = specbench({"--version"});
+  EXPECT_EQ(v.exit_code, 0);
+  EXPECT_NE(v.out.find("specbench 0.1.0"), std::string::npos) << v.out;
+}

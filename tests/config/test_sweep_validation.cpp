@@ -1,0 +1,288 @@
+// Every validation rule of a sweep, each with a test that fails without the rule.
+#include "sweep_fixture.hpp"
+#include "support/test_paths.hpp"
+
+#include <fstream>
+
+using namespace specbench;
+using namespace specbench::testing;
+
+namespace {
+LoadResult load(const std::string& yaml, const std::filesystem::path& base = {}) {
+  return load_sweep_text(yaml, "sweep.yaml", base);
+}
+} // namespace
+
+TEST(SweepValidation, ValidSweepLoadsWithoutDiagnostics) {
+  const auto r = load(kValidSweep);
+  ASSERT_TRUE(r.ok()) << all_messages(r);
+  EXPECT_TRUE(r.diagnostics.empty()) << all_messages(r);
+  const Sweep& s = *r.sweep;
+  EXPECT_EQ(s.gpus, 8);
+  ASSERT_EQ(s.methods.size(), 5u); // autoregressive, linear, three tree budgets
+  EXPECT_EQ(s.methods[4].budget, 64);
+  EXPECT_EQ(s.methods[4].verify_width(), 65);
+  EXPECT_EQ(s.methods[1].verify_width(), 16);
+  EXPECT_EQ(s.phases[1].gpus, (std::vector<int>{4, 5, 6, 7}));
+  EXPECT_EQ(s.workloads[0].max_new_tokens, 256);
+}
+
+TEST(SweepValidation, UnknownKeySuggestsTheClosestOne) {
+  const auto r = load(replace(kValidSweep, "max_new_tokens: 256", "max_new_token: 256"));
+  ASSERT_FALSE(r.ok());
+  const Diagnostic* d = find_error(r, "unknown key `max_new_token`");
+  ASSERT_NE(d, nullptr) << all_messages(r);
+  EXPECT_EQ(d->line, 27);
+  EXPECT_EQ(d->column, 5);
+  EXPECT_NE(d->fix.find("did you mean `max_new_tokens`"), std::string::npos) << d->fix;
+}
+
+TEST(SweepValidation, UnknownTopLevelKeyListsAllowedKeysWhenNothingIsClose) {
+  const auto r = load(kValidSweep + "zzzqqq: 1\n");
+  const Diagnostic* d = find_error(r, "unknown key `zzzqqq`");
+  ASSERT_NE(d, nullptr) << all_messages(r);
+  EXPECT_NE(d->fix.find("workloads"), std::string::npos);
+}
+
+TEST(SweepValidation, WrongTypeIsLocated) {
+  const auto r = load(replace(kValidSweep, "requests: 8", "requests: many"));
+  const Diagnostic* d = find_error(r, "must be a whole number");
+  ASSERT_NE(d, nullptr) << all_messages(r);
+  EXPECT_EQ(d->path, "workloads[0].requests");
+  EXPECT_EQ(d->line, 28);
+  const auto r2 = load(replace(kValidSweep, "phases:\n  - tp: 1", "phases:\n  - tp: [1]"));
+  EXPECT_NE(find_error(r2, "`phases[0].tp` must be a whole number"), nullptr) << all_messages(r2);
+  const auto r3 = load(replace(kValidSweep, "  launch: [server,", "  launch: {a: b}\n  x: [server,"));
+  EXPECT_NE(find_error(r3, "`server.launch` must be a list"), nullptr) << all_messages(r3);
+}
+
+TEST(SweepValidation, MissingRequiredFields) {
+  EXPECT_NE(find_error(load(replace(kValidSweep, "gpus: 8\n", "")), "missing required key `gpus`"),
+            nullptr);
+  EXPECT_NE(find_error(load(replace(kValidSweep, "  path: /nonexistent/model\n", "")),
+                       "`model.path` is missing"),
+            nullptr);
+  const auto r = load(replace(kValidSweep, "  - kind: tree\n    block: 16\n", "  - kind: tree\n"));
+  EXPECT_NE(find_error(r, "a tree method needs `block`"), nullptr) << all_messages(r);
+  const auto r2 = load(replace(kValidSweep, "  - tp: 1\n", "  - gpus: [0]\n"));
+  EXPECT_NE(find_error(r2, "has no `tp`"), nullptr) << all_messages(r2);
+}
+
+TEST(SweepValidation, DuplicateIdsAreRejected) {
+  const auto r = load(replace(kValidSweep, "budgets: [8, 15, 64]", "budgets: [8, 15, 8]"));
+  const Diagnostic* d = find_error(r, "method `ddtree-b8` is listed twice");
+  ASSERT_NE(d, nullptr) << all_messages(r);
+  EXPECT_EQ(d->line, 23);
+  const auto r2 = load(kValidSweep + "  - name: chat\n    prompt_tokens: 8\n");
+  EXPECT_NE(find_error(r2, "workload name `chat` is used twice"), nullptr) << all_messages(r2);
+  const auto r3 = load(replace(kValidSweep, "  - tp: 1\n", "  - tp: 4\n"));
+  EXPECT_NE(find_error(r3, "duplicate phase id tp4"), nullptr) << all_messages(r3);
+  const auto r4 = load(replace(kValidSweep, "gpus: [4, 5, 6, 7]", "gpus: [4, 5, 5, 7]"));
+  EXPECT_NE(find_error(r4, "GPU 5 is listed twice"), nullptr) << all_messages(r4);
+}
+
+TEST(SweepValidation, BudgetsMustBePositiveAndBounded) {
+  const auto zero = load(replace(kValidSweep, "budgets: [8, 15, 64]", "budgets: [0]"));
+  EXPECT_NE(find_error(zero, "tree budget 0 is not positive"), nullptr) << all_messages(zero);
+  const auto neg = load(replace(kValidSweep, "budgets: [8, 15, 64]", "budgets: [-3]"));
+  EXPECT_NE(find_error(neg, "tree budget -3 is not positive"), nullptr) << all_messages(neg);
+  const auto big = load(replace(kValidSweep, "budgets: [8, 15, 64]", "budgets: [2048]"));
+  EXPECT_NE(find_error(big, "tree budget 2048 is larger than 1024"), nullptr) << all_messages(big);
+  const auto empty = load(replace(kValidSweep, "budgets: [8, 15, 64]", "budgets: []"));
+  EXPECT_NE(find_error(empty, "`budgets` is empty"), nullptr) << all_messages(empty);
+  const auto block = load(replace(kValidSweep, "    block: 16\n  - kind: tree", "    block: 1\n  - kind: tree"));
+  EXPECT_NE(find_error(block, "block 1 is out of range"), nullptr) << all_messages(block);
+}
+
+TEST(SweepValidation, TensorParallelismCannotExceedDeclaredGpus) {
+  const auto r = load(replace(kValidSweep, "  - tp: 1\n", "  - tp: 16\n"));
+  const Diagnostic* d = find_error(r, "tp 16 needs 16 GPUs but the sweep declares gpus: 8");
+  ASSERT_NE(d, nullptr) << all_messages(r);
+  EXPECT_EQ(d->line, 14);
+  const auto r2 = load(replace(kValidSweep, "gpus: [4, 5, 6, 7]", "gpus: [4, 5, 6, 9]"));
+  EXPECT_NE(find_error(r2, "GPU 9 does not exist"), nullptr) << all_messages(r2);
+  const auto r3 = load(replace(kValidSweep, "gpus: [4, 5, 6, 7]", "gpus: [4, 5]"));
+  EXPECT_NE(find_error(r3, "tp 4 but 2 GPUs listed"), nullptr) << all_messages(r3);
+}
+
+TEST(SweepValidation, SeedsContextOverflowIsRejectedWithTheLargestPromptThatFits) {
+  // The campaign: 30,000-token prompts, 4,096 new tokens, DDTree b64 (width 65), 32,768 context.
+  std::string y = replace(kValidSweep, "prompt_tokens: 512", "prompt_tokens: 30000");
+  y = replace(y, "max_new_tokens: 256", "max_new_tokens: 4096");
+  const auto r = load(y);
+  ASSERT_FALSE(r.ok());
+  const Diagnostic* d = find_error(r, "context overflow");
+  ASSERT_NE(d, nullptr) << all_messages(r);
+  EXPECT_NE(d->message.find("30000 + max_new_tokens 4096 + verify width 65 (ddtree-b64) = 34161"),
+            std::string::npos)
+      << d->message;
+  EXPECT_NE(d->fix.find("largest prompt that fits is 28607"), std::string::npos) << d->fix;
+  EXPECT_EQ(d->path, "workloads[0].prompt_tokens");
+  EXPECT_EQ(d->line, 26);
+  // One token less than the limit fits.
+  const auto ok = load(replace(y, "prompt_tokens: 30000", "prompt_tokens: 28607"));
+  EXPECT_TRUE(ok.ok()) << all_messages(ok);
+}
+
+TEST(SweepValidation, ContextComesFromLocalConfigJson) {
+  const auto dir = make_temp_dir("model");
+  std::ofstream(dir / "config.json")
+      << R"({"architectures": ["X"], "text_config": {"max_position_embeddings": 8192}})";
+  std::string y = replace(kValidSweep, "/nonexistent/model", dir.string());
+  y = replace(y, "prompt_tokens: 512", "prompt_tokens: 8000");
+  const auto r = load(y);
+  const Diagnostic* d = find_error(r, "context overflow");
+  ASSERT_NE(d, nullptr) << all_messages(r);
+  EXPECT_NE(d->message.find("context 8192 (from " + (dir / "config.json").string()),
+            std::string::npos)
+      << d->message;
+  // Without any context length the check cannot be done, and that is an error too.
+  std::string none = replace(kValidSweep, "  context_length: 32768\n", "");
+  EXPECT_NE(find_error(load(none), "the context length is unknown"), nullptr);
+}
+
+TEST(SweepValidation, PlaceholdersMustExistAndBelongToTheCell) {
+  const auto r = load(replace(kValidSweep, "\"{port}\"", "\"{prot}\""));
+  const Diagnostic* d = find_error(r, "unknown placeholder {prot}");
+  ASSERT_NE(d, nullptr) << all_messages(r);
+  EXPECT_NE(d->fix.find("did you mean {port}"), std::string::npos);
+  EXPECT_EQ(d->path, "server.launch[4]");
+  EXPECT_EQ(d->line, 9);
+  const auto r2 = load(replace(kValidSweep, "--tp, \"{tp}\"]", "--tp, \"{tp}\", \"{budget}\"]"));
+  EXPECT_NE(find_error(r2, "placeholder {budget} is only defined for tree cells"), nullptr)
+      << all_messages(r2);
+  const auto r3 = load(replace(kValidSweep, "--k, \"{block}\"", "--k, \"{budget}\""));
+  EXPECT_NE(find_error(r3, "placeholder {budget} is only defined for tree cells"), nullptr);
+  const auto r4 = load(replace(kValidSweep, "\"{model}\"", "\"{model\""));
+  EXPECT_NE(find_error(r4, "without a closing"), nullptr) << all_messages(r4);
+  const auto r5 = load(replace(kValidSweep, "  draft_path: drafter\n", ""));
+  EXPECT_NE(find_error(r5, "model.draft_path is empty"), nullptr) << all_messages(r5);
+}
+
+TEST(SweepValidation, NumbersOutOfRange) {
+  EXPECT_NE(find_error(load(replace(kValidSweep, "requests: 8", "requests: 0")),
+                       "outside the allowed range 1.."),
+            nullptr);
+  EXPECT_NE(find_error(load(replace(kValidSweep, "backend: sglang", "backend: sglang\n  port: 70000")),
+                       "`server.port` is 70000"),
+            nullptr);
+  EXPECT_NE(find_error(load(replace(kValidSweep, "requests: 8", "requests: 99999999999999999999")),
+                       "must be a whole number"),
+            nullptr);
+  EXPECT_NE(find_error(load(replace(kValidSweep, "requests: 8", "requests: 8\n    temperature: -1")),
+                       "outside the allowed range"),
+            nullptr);
+}
+
+TEST(SweepValidation, ChoicesSuggestTheIntendedValue) {
+  const auto r = load(replace(kValidSweep, "backend: sglang", "backend: sglng"));
+  const Diagnostic* d = find_error(r, "not one of: sglang, openai");
+  ASSERT_NE(d, nullptr) << all_messages(r);
+  EXPECT_NE(d->fix.find("did you mean `sglang`"), std::string::npos);
+  const auto r2 = load(replace(kValidSweep, "backend: sglang", "backend: openai\n  api: generate"));
+  EXPECT_NE(find_error(r2, "api `generate` is SGLang's native API"), nullptr) << all_messages(r2);
+}
+
+TEST(SweepValidation, WorkloadsNeedExactlyOnePromptSourceAndReadableDatasets) {
+  const auto both = load(replace(kValidSweep, "prompt_tokens: 512", "prompt_tokens: 512\n    dataset: d.jsonl"));
+  EXPECT_NE(find_error(both, "not both"), nullptr) << all_messages(both);
+  const auto none = load(replace(kValidSweep, "    prompt_tokens: 512\n", ""));
+  EXPECT_NE(find_error(none, "needs a dataset or prompt_tokens"), nullptr) << all_messages(none);
+  const auto dir = make_temp_dir("dataset");
+  const auto missing = load(replace(kValidSweep, "prompt_tokens: 512", "dataset: nope.jsonl"), dir);
+  EXPECT_NE(find_error(missing, "does not exist"), nullptr) << all_messages(missing);
+  std::ofstream(dir / "bad.jsonl") << "{\"prompt\": \"hi\"}\nnot json\n";
+  const auto bad = load(replace(kValidSweep, "prompt_tokens: 512", "dataset: bad.jsonl"), dir);
+  EXPECT_NE(find_error(bad, "line 2 is not a JSON object"), nullptr) << all_messages(bad);
+  // input_ids give exact lengths, so the context check covers datasets too.
+  {
+    std::ofstream ids(dir / "ids.jsonl");
+    ids << "{\"input_ids\": [1, 2, 3]}\n{\"input_ids\": [" ;
+    for (int i = 0; i < 32600; ++i) ids << (i ? "," : "") << 5;
+    ids << "]}\n";
+  }
+  const auto over = load(replace(kValidSweep, "prompt_tokens: 512", "dataset: ids.jsonl"), dir);
+  const Diagnostic* d = find_error(over, "context overflow");
+  ASSERT_NE(d, nullptr) << all_messages(over);
+  EXPECT_NE(d->message.find("prompt 32600"), std::string::npos);
+}
+
+TEST(SweepValidation, PhaseWorkloadsMustExist) {
+  const auto r = load(replace(kValidSweep, "  - tp: 1\n", "  - tp: 1\n    workloads: [chta]\n"));
+  const Diagnostic* d = find_error(r, "no workload is named `chta`");
+  ASSERT_NE(d, nullptr) << all_messages(r);
+  EXPECT_NE(d->fix.find("did you mean `chat`"), std::string::npos);
+}
+
+TEST(SweepValidation, ReportsEveryErrorAtOnce) {
+  std::string y = replace(kValidSweep, "backend: sglang", "backend: sglng");
+  y = replace(y, "budgets: [8, 15, 64]", "budgets: [8, x, 64]");
+  y = replace(y, "requests: 8", "requests: 8\n    concurency: 2");
+  const auto r = load(y);
+  EXPECT_FALSE(r.ok());
+  EXPECT_GE(r.error_count(), 3) << all_messages(r);
+}
+
+TEST(SweepValidation, MalformedInputGivesOneClearErrorAndNoSweep) {
+  struct Case {
+    std::string text, needle;
+  };
+  std::string deep;
+  for (int i = 0; i < 200; ++i) deep += "[";
+  const std::vector<Case> cases = {
+      {"", "must be a map"},
+      {"phases: [\n  - tp: 1\n", "YAML syntax error"},
+      {"name: x\n  bad indent: [\n", "YAML syntax error"},
+      {"- just\n- a list\n", "must be a map"},
+      {std::string("name: \x01\x02\x03", 12), "binary data"},
+      {std::string("gpus: 8\0\0", 9), "binary data"},
+      {"a: " + deep, "nested deeper than 64"},
+      {std::string(5 * 1024 * 1024, 'a'), "a sweep file is at most"},
+      {"gpus: &a [*a]\n", ""},
+      {"? [a, b]\n: c\n", "key must be plain text"},
+  };
+  for (const auto& c : cases) {
+    const auto r = load(c.text);
+    EXPECT_FALSE(r.ok()) << c.text.substr(0, 40);
+    EXPECT_GE(r.error_count(), 1);
+    if (!c.needle.empty())
+      EXPECT_NE(find_error(r, c.needle), nullptr) << c.text.substr(0, 40) << "\n" << all_messages(r);
+  }
+}
+
+TEST(SweepValidation, MissingOrUnreadableFiles) {
+  auto r = load_sweep_file("/nonexistent/sweep.yaml");
+  EXPECT_NE(find_error(r, "does not exist"), nullptr);
+  r = load_sweep_file(make_temp_dir("dir"));
+  EXPECT_NE(find_error(r, "not a regular file"), nullptr);
+}
+
+TEST(SweepValidation, ShippedSweepsAreValid) {
+  for (const char* name : {"configs/demo.yaml", "configs/qwen3.6-27b-dflash-ddtree.yaml"}) {
+    const auto r = load_sweep_file(source_dir() / name);
+    EXPECT_TRUE(r.ok()) << name << "\n" << all_messages(r);
+    EXPECT_EQ(r.error_count(), 0) << name;
+  }
+}
+
+TEST(SweepValidation, CodeBuiltSweepsGetTheSameRules) {
+  Sweep s;
+  s.gpus = 2;
+  s.model.path = "m";
+  s.model.context_length = 1000;
+  s.server.launch = {"srv", "--port", "{port}"};
+  s.phases = {PhaseSpec{4, {}, {}, {}}};
+  s.methods = {Method{MethodKind::tree, 8, 0}};
+  Workload w;
+  w.prompt_tokens = 990;
+  s.workloads = {w};
+  const auto diags = validate_sweep(s);
+  auto has = [&](const std::string& needle) {
+    for (const auto& d : diags)
+      if (d.message.find(needle) != std::string::npos) return true;
+    return false;
+  };
+  EXPECT_TRUE(has("tp 4 needs 4 GPUs"));
+  EXPECT_TRUE(has("tree budget 0 is not positive"));
+  EXPECT_TRUE(has("context overflow"));
+}
