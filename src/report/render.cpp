@@ -1,0 +1,287 @@
+// Renders a report as Markdown, CSV and JSON, and writes the report files.
+#include "results/json_detail.hpp"
+#include "specbench/report.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <sstream>
+
+namespace specbench {
+
+namespace {
+
+std::string ms3(const Distribution& d) {
+  if (d.count == 0) return "–";
+  return fmt::format("{:.1f} / {:.1f} / {:.1f}", d.p50 * 1e3, d.p90 * 1e3, d.p99 * 1e3);
+}
+
+std::string tps(const ReportCell& c) {
+  if (c.output_tokens_per_s.count == 0 || c.status != CellStatus::ok) return "–";
+  if (c.output_tokens_per_s.count > 1)
+    return fmt::format("{:.1f} ± {:.1f}", c.output_tokens_per_s.mean,
+                       c.output_tokens_per_s.stddev);
+  return fmt::format("{:.1f}", c.output_tokens_per_s.mean);
+}
+
+std::string speedup(const ReportCell& c) {
+  if (!c.speedup) return "–";
+  if (c.method.kind == MethodKind::autoregressive) return "1.00 (baseline)";
+  if (c.runs > 1)
+    return fmt::format("{:.2f}× ± {:.2f} [{:.2f}–{:.2f}]", *c.speedup, c.speedup_stddev,
+                       c.speedup_min, c.speedup_max);
+  return fmt::format("{:.2f}×", *c.speedup);
+}
+
+std::string acc(const ReportCell& c) {
+  if (!c.acceptance_length) return "–";
+  return fmt::format("{:.2f}", *c.acceptance_length);
+}
+
+std::string status_cell(const ReportCell& c) {
+  std::string s = to_string(c.status);
+  if (!c.stage.empty() && c.status != CellStatus::ok) s += " (" + c.stage + ")";
+  if (c.failed_requests > 0)
+    s += fmt::format(", {}/{} requests failed", c.failed_requests, c.requests);
+  return s;
+}
+
+// Markdown table cells must not contain '|' or newlines.
+std::string md_escape(std::string s) {
+  std::string out;
+  for (char ch : s) {
+    if (ch == '|') out += "\\|";
+    else if (ch == '\n') out += ' ';
+    else out += ch;
+  }
+  return out;
+}
+
+std::string join_ints(const std::vector<int>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  return s;
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char ch : s) {
+    if (ch == '"') out += '"';
+    out += ch;
+  }
+  return out + "\"";
+}
+
+std::string num(double v) { return fmt::format("{:.6g}", v); }
+std::string opt_num(const std::optional<double>& v) { return v ? num(*v) : ""; }
+
+} // namespace
+
+std::string report_markdown(const Report& r) {
+  std::ostringstream o;
+  o << "# specbench report" << (r.sweep_name.empty() ? "" : ": " + r.sweep_name) << "\n\n";
+  if (r.synthetic)
+    o << "> **Synthetic model.** These results come from a simulated server whose model is "
+         "synthetic: speedups are relative to its stated simulated costs, not GPU figures.\n\n";
+  o << "- results: `" << r.results_dir << "`";
+  if (!r.state.empty()) o << " (sweep " << r.state << ")";
+  o << "\n";
+  if (!r.sweep_file.empty() || !r.sweep_hash.empty())
+    o << "- sweep: `" << r.sweep_file << "` (hash " << r.sweep_hash << ")\n";
+  if (!r.specbench_version.empty())
+    o << "- specbench " << r.specbench_version << " (commit " << r.specbench_commit << ")\n";
+  o << "- GPUs: " << (r.gpu_names.empty() ? std::string("unknown") : "") ;
+  for (size_t i = 0; i < r.gpu_names.size(); ++i) o << (i ? ", " : "") << r.gpu_names[i];
+  if (!r.driver_version.empty()) o << "; driver " << r.driver_version;
+  if (!r.cuda_version.empty()) o << "; CUDA " << r.cuda_version;
+  o << "\n- generated " << r.generated_at << "\n\n";
+
+  const int total = r.cell_count() + static_cast<int>(r.missing.size());
+  o << fmt::format("**{} cells: {} ok, {} failed, {} blocked, {} skipped, {} interrupted, {} "
+                   "missing.**\n\n",
+                   total, r.count(CellStatus::ok), r.count(CellStatus::failed),
+                   r.count(CellStatus::blocked), r.count(CellStatus::skipped),
+                   r.count(CellStatus::interrupted), r.missing.size());
+
+  for (const auto& p : r.phases) {
+    o << "## Phase " << p.id << " (TP" << p.tp;
+    if (!p.gpus.empty()) o << ", GPUs " << join_ints(p.gpus);
+    o << ")";
+    if (!p.preflight.empty()) o << ": preflight " << p.preflight;
+    o << "\n\n";
+    if (p.cells.empty()) {
+      o << "No results.\n\n";
+      continue;
+    }
+    o << "| cell | method | workload | status | output tok/s | speedup | TPOT speedup | "
+         "acceptance length | TTFT p50/p90/p99 ms | TPOT p50/p90/p99 ms | ITL p50/p90/p99 ms |\n";
+    o << "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+    for (const auto& c : p.cells) {
+      o << "| " << md_escape(c.cell_id) << " | " << c.method.id() << " | "
+        << md_escape(c.workload) << " | " << md_escape(status_cell(c)) << " | " << tps(c)
+        << " | " << speedup(c) << " | "
+        << (c.tpot_speedup ? fmt::format("{:.2f}×", *c.tpot_speedup) : "–") << " | " << acc(c)
+        << " | " << ms3(c.ttft_s) << " | " << ms3(c.tpot_s) << " | " << ms3(c.itl_s) << " |\n";
+    }
+    o << "\n";
+  }
+
+  bool any_bad = !r.missing.empty();
+  for (const auto& p : r.phases)
+    for (const auto& c : p.cells) any_bad |= c.status != CellStatus::ok;
+  if (any_bad) {
+    o << "## Cells that did not complete\n\n";
+    for (const auto& p : r.phases)
+      for (const auto& c : p.cells) {
+        if (c.status == CellStatus::ok) continue;
+        o << "- **" << c.cell_id << "**: " << to_string(c.status);
+        if (!c.stage.empty()) o << " at " << c.stage;
+        o << ": " << (c.reason.empty() ? "no reason recorded" : c.reason) << "\n";
+        if (!c.diagnosis.empty()) o << "  - diagnosis: " << c.diagnosis << "\n";
+        if (!c.log_tail.empty()) {
+          // The last few lines are enough here; the result file keeps the whole tail.
+          std::vector<std::string> lines;
+          std::istringstream in(c.log_tail);
+          for (std::string l; std::getline(in, l);) lines.push_back(l);
+          const size_t from = lines.size() > 6 ? lines.size() - 6 : 0;
+          o << "  - log tail:\n\n    ```\n";
+          for (size_t i = from; i < lines.size(); ++i) o << "    " << lines[i] << "\n";
+          o << "    ```\n";
+        }
+      }
+    for (const auto& m : r.missing) o << "- **" << m << "**: no result\n";
+    o << "\n";
+  }
+  if (!r.problems.empty()) {
+    o << "## Problems reading the results\n\n";
+    for (const auto& p : r.problems) o << "- " << p << "\n";
+    o << "\n";
+  }
+  o << "## Definitions\n\n"
+       "- output tok/s: completed requests' output tokens of a run / the run's wall time (first "
+       "send to last answer); mean ± standard deviation over runs.\n"
+       "- speedup: mean output tok/s of the cell / mean output tok/s of the autoregressive cell "
+       "of the same phase and workload; ± the runs' spread (relative standard deviations added "
+       "in quadrature); [min–max] over every pair of runs. TPOT speedup: baseline mean TPOT / "
+       "cell mean TPOT.\n"
+       "- acceptance length: Σ output tokens / Σ verify steps over completed requests (server's "
+       "per-request verify count; the bonus token included); 1 for autoregressive by definition.\n"
+       "- TTFT: time to the first token; TPOT: (latency − TTFT) / (output tokens − 1); ITL: gap "
+       "between streamed chunks. Percentiles over all completed requests of all runs.\n";
+  return o.str();
+}
+
+std::string report_csv(const Report& r) {
+  std::ostringstream o;
+  o << "phase,tp,cell,method,kind,block,budget,workload,status,stage,reason,runs,requests,"
+       "failed_requests,output_tps_mean,output_tps_stddev,speedup,speedup_stddev,speedup_min,"
+       "speedup_max,tpot_speedup,acceptance_length,ttft_p50_ms,ttft_p90_ms,ttft_p99_ms,"
+       "tpot_p50_ms,tpot_p90_ms,tpot_p99_ms,itl_p50_ms,itl_p90_ms,itl_p99_ms,baseline\n";
+  for (const auto& p : r.phases)
+    for (const auto& c : p.cells) {
+      const bool ok = c.status == CellStatus::ok;
+      auto ms = [&](const Distribution& d, double v) {
+        return ok && d.count > 0 ? num(v * 1e3) : std::string();
+      };
+      o << csv_field(p.id) << ',' << c.tp << ',' << csv_field(c.cell_id) << ','
+        << csv_field(c.method.id()) << ',' << c.method.kind_name() << ',' << c.method.block << ','
+        << c.method.budget << ',' << csv_field(c.workload) << ',' << to_string(c.status) << ','
+        << csv_field(c.stage) << ',' << csv_field(c.reason) << ',' << c.runs << ',' << c.requests
+        << ',' << c.failed_requests << ','
+        << (ok ? num(c.output_tokens_per_s.mean) : "") << ','
+        << (ok ? num(c.output_tokens_per_s.stddev) : "") << ',' << opt_num(c.speedup) << ','
+        << (c.speedup ? num(c.speedup_stddev) : "") << ','
+        << (c.speedup ? num(c.speedup_min) : "") << ',' << (c.speedup ? num(c.speedup_max) : "")
+        << ',' << opt_num(c.tpot_speedup) << ',' << opt_num(c.acceptance_length) << ','
+        << ms(c.ttft_s, c.ttft_s.p50) << ',' << ms(c.ttft_s, c.ttft_s.p90) << ','
+        << ms(c.ttft_s, c.ttft_s.p99) << ',' << ms(c.tpot_s, c.tpot_s.p50) << ','
+        << ms(c.tpot_s, c.tpot_s.p90) << ',' << ms(c.tpot_s, c.tpot_s.p99) << ','
+        << ms(c.itl_s, c.itl_s.p50) << ',' << ms(c.itl_s, c.itl_s.p90) << ','
+        << ms(c.itl_s, c.itl_s.p99) << ',' << csv_field(c.baseline_cell) << "\n";
+    }
+  return o.str();
+}
+
+std::string report_json(const Report& r) {
+  using nlohmann::json;
+  auto opt = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
+  json phases = json::array();
+  for (const auto& p : r.phases) {
+    json cells = json::array();
+    for (const auto& c : p.cells)
+      cells.push_back({{"cell_id", c.cell_id},
+                       {"method", detail::method_to_json(c.method)},
+                       {"workload", c.workload},
+                       {"tp", c.tp},
+                       {"status", to_string(c.status)},
+                       {"stage", c.stage.empty() ? json(nullptr) : json(c.stage)},
+                       {"reason", c.reason.empty() ? json(nullptr) : json(c.reason)},
+                       {"diagnosis", c.diagnosis.empty() ? json(nullptr) : json(c.diagnosis)},
+                       {"runs", c.runs},
+                       {"requests", c.requests},
+                       {"failed_requests", c.failed_requests},
+                       {"output_tokens_per_s", detail::distribution_to_json(c.output_tokens_per_s)},
+                       {"ttft_s", detail::distribution_to_json(c.ttft_s)},
+                       {"tpot_s", detail::distribution_to_json(c.tpot_s)},
+                       {"itl_s", detail::distribution_to_json(c.itl_s)},
+                       {"acceptance_length", opt(c.acceptance_length)},
+                       {"speedup", opt(c.speedup)},
+                       {"speedup_stddev", c.speedup ? json(c.speedup_stddev) : json(nullptr)},
+                       {"speedup_min", c.speedup ? json(c.speedup_min) : json(nullptr)},
+                       {"speedup_max", c.speedup ? json(c.speedup_max) : json(nullptr)},
+                       {"tpot_speedup", opt(c.tpot_speedup)},
+                       {"baseline_cell", c.baseline_cell},
+                       {"notes", c.notes}});
+    phases.push_back({{"id", p.id},
+                      {"tp", p.tp},
+                      {"gpus", p.gpus},
+                      {"preflight", p.preflight},
+                      {"cells", cells}});
+  }
+  json j = {{"schema_version", report_schema_version},
+            {"kind", "specbench.report"},
+            {"sweep", {{"name", r.sweep_name}, {"file", r.sweep_file}, {"hash", r.sweep_hash}}},
+            {"results_dir", r.results_dir},
+            {"specbench", {{"version", r.specbench_version}, {"git_commit", r.specbench_commit}}},
+            {"generated_at", r.generated_at},
+            {"state", r.state},
+            {"gpu",
+             {{"names", r.gpu_names},
+              {"driver_version", r.driver_version},
+              {"cuda_version", r.cuda_version}}},
+            {"synthetic_model", r.synthetic},
+            {"counts",
+             {{"ok", r.count(CellStatus::ok)},
+              {"failed", r.count(CellStatus::failed)},
+              {"blocked", r.count(CellStatus::blocked)},
+              {"skipped", r.count(CellStatus::skipped)},
+              {"interrupted", r.count(CellStatus::interrupted)},
+              {"missing", r.missing.size()}}},
+            {"all_ok", r.all_ok()},
+            {"phases", phases},
+            {"missing", r.missing},
+            {"problems", r.problems}};
+  return j.dump(2) + "\n";
+}
+
+Expected<ReportFiles> write_report_files(const Report& report, const std::filesystem::path& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec)
+    return Status(StatusCode::io_error, "cannot create " + dir.string() + ": " + ec.message(),
+                  "choose a writable directory", "write_report_files");
+  ReportFiles f{dir / "report.md", dir / "report.csv", dir / "report.json", dir / "speedup.svg",
+                dir / "acceptance.svg"};
+  const std::pair<const std::filesystem::path*, std::string> files[] = {
+      {&f.markdown, report_markdown(report)},
+      {&f.csv, report_csv(report)},
+      {&f.json, report_json(report)},
+      {&f.speedup_svg, report_svg(report, PlotKind::speedup)},
+      {&f.acceptance_svg, report_svg(report, PlotKind::acceptance_length)}};
+  for (const auto& [path, text] : files)
+    if (auto st = write_file_atomic(*path, text); !st) return st;
+  return f;
+}
+
+} // namespace specbench

@@ -1,0 +1,238 @@
+// The report: baselines, speedups and their spread, failed cells listed, CSV/JSON/SVG output.
+#include "specbench/report.hpp"
+#include "support/test_paths.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+using namespace specbench;
+
+namespace {
+
+// A cell whose runs produce exactly the given throughputs: each run is one request of
+// `tokens` tokens taking tokens / tps seconds.
+CellResult cell(const std::string& phase, MethodKind kind, int block, int budget,
+                std::vector<double> run_tps, std::optional<double> acceptance = std::nullopt,
+                CellStatus status = CellStatus::ok, const std::string& workload = "default") {
+  CellResult r;
+  r.phase_id = phase;
+  r.tp = phase == "tp4" ? 4 : 1;
+  r.method.kind = kind;
+  r.method.block = block;
+  r.method.budget = budget;
+  r.cell_id = phase + "-" + r.method.id() + (workload == "default" ? "" : "-" + workload);
+  r.config_hash = "h-" + r.cell_id;
+  r.workload.name = workload;
+  r.status = status;
+  if (status != CellStatus::ok) {
+    r.failure = CellFailure{CellStage::measure, "server died: illegal instruction",
+                            "CUDA illegal instruction", "a\nb\nFATAL illegal instruction", true,
+                            true};
+    run_tps.clear();
+  }
+  const int tokens = 100;
+  for (size_t i = 0; i < run_tps.size(); ++i) {
+    RequestMetrics q;
+    q.run = static_cast<int>(i);
+    q.ok = true;
+    q.output_tokens = tokens;
+    q.e2e_s = tokens / run_tps[i];
+    q.ttft_s = 0.01;
+    q.itl_s = {q.e2e_s / tokens};
+    q.verify_steps = acceptance ? static_cast<int64_t>(tokens / *acceptance) : -1;
+    r.requests.push_back(q);
+  }
+  r.runs = summarize_runs(r.requests, static_cast<int>(run_tps.size()));
+  r.summary = summarize_cell(r.requests, r.runs);
+  r.notes = {"server model is synthetic"};
+  return r;
+}
+
+std::vector<CellResult> sample() {
+  return {cell("tp1", MethodKind::autoregressive, 0, 0, {100, 100}),
+          cell("tp1", MethodKind::linear, 16, 0, {250, 250}, 4.0),
+          cell("tp1", MethodKind::tree, 16, 32, {300, 330}, 5.0),
+          cell("tp1", MethodKind::tree, 16, 16, {200, 210}, 3.5),
+          cell("tp1", MethodKind::tree, 16, 8, {}, std::nullopt, CellStatus::failed),
+          cell("tp4", MethodKind::autoregressive, 0, 0, {200}),
+          cell("tp4", MethodKind::tree, 16, 32, {400}, 5.0)};
+}
+
+const ReportCell* find(const Report& r, const std::string& id) {
+  for (const auto& p : r.phases)
+    for (const auto& c : p.cells)
+      if (c.cell_id == id) return &c;
+  return nullptr;
+}
+
+} // namespace
+
+TEST(Report, SpeedupAgainstTheAutoregressiveCellOfTheSamePhase) {
+  const auto results = sample();
+  const auto rep = build_report(results, nullptr);
+  ASSERT_EQ(rep.phases.size(), 2u);
+  const auto* lin = find(rep, "tp1-linear-k16");
+  ASSERT_TRUE(lin && lin->speedup);
+  EXPECT_NEAR(*lin->speedup, 2.5, 1e-9);
+  EXPECT_EQ(lin->baseline_cell, "tp1-autoregressive");
+  EXPECT_NEAR(lin->speedup_stddev, 0.0, 1e-9); // both cells perfectly steady
+  const auto* tree = find(rep, "tp1-ddtree-b32");
+  ASSERT_TRUE(tree && tree->speedup);
+  EXPECT_NEAR(*tree->speedup, 3.15, 1e-9);
+  // Spread: stddev of {300,330} relative to 315, baseline steady.
+  EXPECT_NEAR(tree->speedup_stddev, 3.15 * (21.213203435596427 / 315.0), 1e-6);
+  EXPECT_NEAR(tree->speedup_min, 3.0, 1e-9);
+  EXPECT_NEAR(tree->speedup_max, 3.3, 1e-9);
+  ASSERT_TRUE(tree->acceptance_length);
+  EXPECT_NEAR(*tree->acceptance_length, 5.0, 1e-9);
+  // TP4 is compared with TP4's own baseline, not TP1's.
+  const auto* t4 = find(rep, "tp4-ddtree-b32");
+  ASSERT_TRUE(t4 && t4->speedup);
+  EXPECT_NEAR(*t4->speedup, 2.0, 1e-9);
+  EXPECT_EQ(t4->baseline_cell, "tp4-autoregressive");
+  // The autoregressive cell has acceptance 1 by definition and speedup 1.
+  const auto* ar = find(rep, "tp1-autoregressive");
+  ASSERT_TRUE(ar && ar->acceptance_length && ar->speedup);
+  EXPECT_DOUBLE_EQ(*ar->acceptance_length, 1.0);
+  EXPECT_DOUBLE_EQ(*ar->speedup, 1.0);
+  // The failed cell has no speedup and keeps its reason.
+  const auto* bad = find(rep, "tp1-ddtree-b8");
+  ASSERT_TRUE(bad);
+  EXPECT_FALSE(bad->speedup);
+  EXPECT_EQ(bad->stage, "measure");
+  EXPECT_EQ(rep.count(CellStatus::failed), 1);
+  EXPECT_FALSE(rep.all_ok());
+  EXPECT_TRUE(rep.synthetic);
+}
+
+TEST(Report, NoSpeedupWithoutAnOkBaseline) {
+  std::vector<CellResult> results = {
+      cell("tp1", MethodKind::autoregressive, 0, 0, {}, std::nullopt, CellStatus::failed),
+      cell("tp1", MethodKind::tree, 16, 32, {300}, 5.0)};
+  const auto rep = build_report(results, nullptr);
+  const auto* tree = find(rep, "tp1-ddtree-b32");
+  ASSERT_TRUE(tree);
+  EXPECT_FALSE(tree->speedup);
+  EXPECT_NE(report_markdown(rep).find("| – |"), std::string::npos);
+}
+
+TEST(Report, WorkloadsAreComparedWithTheirOwnBaseline) {
+  std::vector<CellResult> results = {
+      cell("tp1", MethodKind::autoregressive, 0, 0, {100}, std::nullopt, CellStatus::ok, "short"),
+      cell("tp1", MethodKind::autoregressive, 0, 0, {50}, std::nullopt, CellStatus::ok, "long"),
+      cell("tp1", MethodKind::tree, 16, 8, {200}, 3.0, CellStatus::ok, "short"),
+      cell("tp1", MethodKind::tree, 16, 8, {200}, 3.0, CellStatus::ok, "long")};
+  const auto rep = build_report(results, nullptr);
+  EXPECT_NEAR(*find(rep, "tp1-ddtree-b8-short")->speedup, 2.0, 1e-9);
+  EXPECT_NEAR(*find(rep, "tp1-ddtree-b8-long")->speedup, 4.0, 1e-9);
+}
+
+TEST(Report, ManifestGivesOrderMissingCellsAndRejectsStaleOnes) {
+  auto results = sample();
+  Manifest m;
+  m.sweep_name = "demo";
+  m.state = "interrupted";
+  ManifestPhase p;
+  p.id = "tp1";
+  p.preflight = "passed";
+  p.cells.push_back({"tp1-autoregressive", "h-tp1-autoregressive", "autoregressive", "default",
+                     "ok", ""});
+  p.cells.push_back({"tp1-linear-k16", "other-hash", "linear-k16", "default", "ok", ""});
+  p.cells.push_back({"tp1-ddtree-b64", "h", "ddtree-b64", "default", "pending", ""});
+  m.phases.push_back(p);
+  const auto rep = build_report(results, &m);
+  ASSERT_EQ(rep.phases.size(), 1u);
+  ASSERT_EQ(rep.phases[0].cells.size(), 1u); // only the autoregressive cell matches
+  EXPECT_EQ(rep.missing.size(), 2u);         // stale linear + pending b64
+  EXPECT_FALSE(rep.problems.empty());
+  EXPECT_FALSE(rep.all_ok());
+  const auto md = report_markdown(rep);
+  EXPECT_NE(md.find("tp1-ddtree-b64"), std::string::npos);
+  EXPECT_NE(md.find("config hash"), std::string::npos);
+}
+
+TEST(Report, MarkdownListsFailedCellsWithReasonsAndLogTail) {
+  const auto rep = build_report(sample(), nullptr);
+  const auto md = report_markdown(rep);
+  EXPECT_NE(md.find("## Phase tp1"), std::string::npos);
+  EXPECT_NE(md.find("## Phase tp4"), std::string::npos);
+  EXPECT_NE(md.find("Cells that did not complete"), std::string::npos);
+  EXPECT_NE(md.find("**tp1-ddtree-b8**: failed at measure: server died: illegal instruction"),
+            std::string::npos);
+  EXPECT_NE(md.find("FATAL illegal instruction"), std::string::npos);
+  EXPECT_NE(md.find("2.50×"), std::string::npos);
+  EXPECT_NE(md.find("Synthetic model"), std::string::npos);
+}
+
+TEST(Report, CsvHasOneRowPerCellAndQuotes) {
+  const auto rep = build_report(sample(), nullptr);
+  const auto csv = report_csv(rep);
+  std::istringstream in(csv);
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  ASSERT_EQ(lines.size(), 1u + 7u);
+  EXPECT_EQ(lines[0].rfind("phase,tp,cell,method", 0), 0u);
+  const std::string header = lines[0];
+  const auto cols = std::count(header.begin(), header.end(), ',');
+  for (size_t i = 1; i < lines.size(); ++i)
+    if (lines[i].find('"') == std::string::npos)
+      EXPECT_EQ(std::count(lines[i].begin(), lines[i].end(), ','), cols) << lines[i];
+  EXPECT_NE(csv.find("tp1,1,tp1-linear-k16,linear-k16,linear,16,0,default,ok"), std::string::npos);
+}
+
+TEST(Report, JsonCarriesSchemaVersionAndCounts) {
+  const auto rep = build_report(sample(), nullptr);
+  const auto j = nlohmann::json::parse(report_json(rep));
+  EXPECT_EQ(j.at("schema_version"), report_schema_version);
+  EXPECT_EQ(j.at("counts").at("failed"), 1);
+  EXPECT_EQ(j.at("counts").at("ok"), 6);
+  EXPECT_EQ(j.at("phases").size(), 2u);
+  EXPECT_TRUE(j.at("phases")[0].at("cells")[4].at("speedup").is_null());
+  EXPECT_EQ(j.at("phases")[0].at("cells")[4].at("stage"), "measure");
+}
+
+TEST(Report, SvgPlotsMarkEveryKindOfCell) {
+  const auto rep = build_report(sample(), nullptr);
+  const auto svg = report_svg(rep, PlotKind::speedup);
+  EXPECT_EQ(svg.rfind("<svg", 0), 0u);
+  EXPECT_NE(svg.find("</svg>"), std::string::npos);
+  EXPECT_NE(svg.find("linear k16"), std::string::npos);       // linear marked
+  EXPECT_NE(svg.find("<title>tp1-autoregressive"), std::string::npos); // AR marked
+  EXPECT_NE(svg.find("b8 failed"), std::string::npos);         // failed budget marked
+  EXPECT_NE(svg.find(">tp4<"), std::string::npos);             // one line per phase in legend
+  EXPECT_NE(svg.find("<polyline"), std::string::npos);
+  const auto acc = report_svg(rep, PlotKind::acceptance_length);
+  EXPECT_NE(acc.find("Acceptance length"), std::string::npos);
+  EXPECT_NE(acc.find("<title>tp1-ddtree-b32: 5.000</title>"), std::string::npos);
+  // Balanced tags: as many closing </text> as opening <text.
+  size_t open = 0, close = 0;
+  for (size_t p = 0; (p = svg.find("<text", p)) != std::string::npos; ++p) ++open;
+  for (size_t p = 0; (p = svg.find("</text>", p)) != std::string::npos; ++p) ++close;
+  EXPECT_EQ(open, close);
+  // An empty report still renders, saying there is nothing to plot.
+  EXPECT_NE(report_svg(Report{}, PlotKind::speedup).find("no completed cells"), std::string::npos);
+}
+
+TEST(Report, WriteFilesAndLoadFromDirectory) {
+  const auto dir = specbench::testing::make_temp_dir("report");
+  auto store = ResultStore::open(dir);
+  ASSERT_TRUE(store);
+  for (const auto& r : sample()) ASSERT_TRUE(store->commit(r));
+  auto rep = load_report(dir);
+  ASSERT_TRUE(rep) << rep.status().to_string();
+  EXPECT_EQ(rep->cell_count(), 7);
+  auto files = write_report_files(*rep, dir / "report");
+  ASSERT_TRUE(files) << files.status().to_string();
+  if (const char* keep = std::getenv("SPECBENCH_KEEP_REPORT"))
+    std::filesystem::copy(dir / "report", keep,
+                          std::filesystem::copy_options::recursive |
+                              std::filesystem::copy_options::overwrite_existing);
+  for (const auto& p : {files->markdown, files->csv, files->json, files->speedup_svg,
+                        files->acceptance_svg})
+    EXPECT_GT(std::filesystem::file_size(p), 100u) << p;
+  EXPECT_FALSE(load_report(dir / "nope"));
+}
