@@ -10,7 +10,7 @@
 namespace specbench {
 
 std::string stable_hash(std::string_view text) {
-  uint64_t h = 1469598103934665603ULL;
+  uint64_t h = 14695981039346656037ULL; // FNV-1a 64 offset basis
   for (unsigned char c : text) {
     h ^= c;
     h *= 1099511628211ULL;

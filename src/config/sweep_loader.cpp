@@ -379,16 +379,24 @@ LoadResult load_sweep_text(std::string_view yaml, const std::string& file_name,
   }
   sweep.source = file_name;
 
-  const bool read_errors = std::any_of(r.diagnostics().begin(), r.diagnostics().end(),
-                                       [](const Diagnostic& d) { return d.severity == Severity::error; });
   result.diagnostics = std::move(r.diagnostics());
-  // Semantic rules only make sense on a structurally sound sweep; they get the YAML locations.
-  if (!read_errors) {
-    for (auto d : validate_sweep(sweep)) {
-      d.file = file_name;
-      std::tie(d.line, d.column) = r.location_of(d.path);
-      result.diagnostics.push_back(std::move(d));
-    }
+  // Semantic rules run even when some keys could not be read, so that every problem is reported
+  // at once; a finding under a key that already has a read error is only its echo, so it is
+  // dropped (e.g. `gpus: x` must not also say "gpus must be declared").
+  std::vector<std::string> unreadable;
+  for (const auto& d : result.diagnostics)
+    if (d.severity == Severity::error) unreadable.push_back(d.path);
+  auto echoes = [&](const std::string& path) {
+    return std::any_of(unreadable.begin(), unreadable.end(), [&](const std::string& u) {
+      return !u.empty() && path.compare(0, u.size(), u) == 0 &&
+             (path.size() == u.size() || path[u.size()] == '.' || path[u.size()] == '[');
+    });
+  };
+  for (auto d : validate_sweep(sweep)) {
+    if (echoes(d.path)) continue;
+    d.file = file_name;
+    std::tie(d.line, d.column) = r.location_of(d.path);
+    result.diagnostics.push_back(std::move(d));
   }
   if (result.error_count() == 0) result.sweep = std::move(sweep);
   return result;

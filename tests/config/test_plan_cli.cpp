@@ -10,7 +10,7 @@
 using namespace specbench::testing;
 
 namespace {
-ProcessResult specbench(std::vector<std::string> args) {
+ProcessResult run_cli(std::vector<std::string> args) {
   args.insert(args.begin(), cli_path().string());
   return run_process(args);
 }
@@ -18,7 +18,7 @@ std::string config(const char* name) { return (source_dir() / "configs" / name).
 } // namespace
 
 TEST(PlanCli, QwenSweepListsThreePhasesAndEveryCell) {
-  const auto r = specbench({"plan", config("qwen3.6-27b-dflash-ddtree.yaml")});
+  const auto r = run_cli({"plan", config("qwen3.6-27b-dflash-ddtree.yaml")});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   for (const char* s : {"phase tp1", "phase tp4", "phase tp8", "tp1-autoregressive-chat",
                         "tp4-linear-k16-chat", "tp1-ddtree-b15-long-context", "tp8-ddtree-b64-chat",
@@ -27,7 +27,7 @@ TEST(PlanCli, QwenSweepListsThreePhasesAndEveryCell) {
 }
 
 TEST(PlanCli, JsonOutput) {
-  const auto r = specbench({"plan", config("qwen3.6-27b-dflash-ddtree.yaml"), "--json"});
+  const auto r = run_cli({"plan", config("qwen3.6-27b-dflash-ddtree.yaml"), "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["schema_version"], 1);
@@ -44,7 +44,7 @@ TEST(PlanCli, InvalidSweepExitsTwoWithEveryError) {
   text.replace(text.find("prompt_tokens: 25000"), 20, "prompt_tokens: 30000");
   text.replace(text.find("concurrency: 1"), 14, "concurency: 1");
   std::ofstream(dir / "bad.yaml") << text;
-  const auto r = specbench({"plan", (dir / "bad.yaml").string()});
+  const auto r = run_cli({"plan", (dir / "bad.yaml").string()});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_TRUE(r.out.empty()) << "no partial plan on stdout: " << r.out;
   EXPECT_NE(r.err.find("bad.yaml:"), std::string::npos) << r.err;
@@ -54,13 +54,13 @@ TEST(PlanCli, InvalidSweepExitsTwoWithEveryError) {
 }
 
 TEST(PlanCli, ArgumentsAndVersion) {
-  EXPECT_EQ(specbench({"plan", "/nonexistent.yaml"}).exit_code, 2);
-  EXPECT_EQ(specbench({}).exit_code, 2);
-  EXPECT_EQ(specbench({"frobnicate"}).exit_code, 2);
-  const auto help = specbench({"plan", "--help"});
+  EXPECT_EQ(run_cli({"plan", "/nonexistent.yaml"}).exit_code, 2);
+  EXPECT_EQ(run_cli({}).exit_code, 2);
+  EXPECT_EQ(run_cli({"frobnicate"}).exit_code, 2);
+  const auto help = run_cli({"plan", "--help"});
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_NE(help.out.find("--json"), std::string::npos);
-  const auto v = specbench({"--version"});
+  const auto v = run_cli({"--version"});
   EXPECT_EQ(v.exit_code, 0);
   EXPECT_NE(v.out.find("specbench 0.1.0"), std::string::npos) << v.out;
 }
