@@ -1,0 +1,897 @@
+// The sweep runner: phases gated by the preflight, one server per cell, failures recorded per
+// cell, resumable results, clean stop. It uses config, preflight, server, client and results and
+// treats every server (the simulated one included) the same way.
+#include "specbench/runner.hpp"
+
+#include "specbench/build_info.hpp"
+#include "specbench/client.hpp"
+#include "specbench/server.hpp"
+#include "specbench/server_metrics.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <fcntl.h>
+#include <map>
+#include <set>
+#include <sstream>
+#include <sys/file.h>
+#include <thread>
+#include <unistd.h>
+
+namespace specbench {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+std::string lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string join_lines(const std::vector<std::string>& lines) {
+  std::string s;
+  for (const auto& l : lines) s += l + "\n";
+  return s;
+}
+
+std::string hostname() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0) return {};
+  return buf;
+}
+
+// An exclusive lock on the results directory, released by the kernel when the process dies
+// (also on SIGKILL). O_CLOEXEC keeps servers from inheriting it.
+class DirLock {
+public:
+  static Expected<DirLock> acquire(const fs::path& dir) {
+    const auto path = dir / ".lock";
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0)
+      return Status(StatusCode::io_error, "cannot open " + path.string(),
+                    "choose a writable --results directory", "run_sweep");
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      char buf[64] = {};
+      const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+      ::close(fd);
+      return Status(StatusCode::unavailable,
+                    "another specbench run is using " + dir.string() +
+                        (n > 0 ? " (pid " + std::string(buf, static_cast<size_t>(n)) + ")" : ""),
+                    "wait for it to finish, or use another --results directory", "run_sweep");
+    }
+    const std::string pid = std::to_string(::getpid());
+    if (::ftruncate(fd, 0) == 0 && ::pwrite(fd, pid.data(), pid.size(), 0) < 0) {
+      // The pid is only informative.
+    }
+    return DirLock(fd);
+  }
+  DirLock(DirLock&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  DirLock& operator=(DirLock&&) = delete;
+  ~DirLock() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+private:
+  explicit DirLock(int fd) : fd_(fd) {}
+  int fd_ = -1;
+};
+
+RequestMetrics to_metrics(const RequestRecord& q) {
+  RequestMetrics m;
+  m.run = q.run;
+  m.index = q.index;
+  m.ok = q.ok;
+  if (!q.ok) {
+    m.error = to_string(q.error);
+    if (!q.error_message.empty()) m.error += ": " + q.error_message;
+  }
+  m.http_status = q.http_status;
+  m.prompt_tokens = std::max(0, q.prompt_tokens);
+  m.output_tokens = std::max(0, q.output_tokens);
+  m.start_s = q.start_s;
+  m.ttft_s = std::max(0.0, q.ttft_s);
+  m.e2e_s = std::max(0.0, q.e2e_s);
+  m.itl_s = q.itls_s;
+  m.verify_steps = q.verify_steps();
+  return m;
+}
+
+std::string cuda_version_text(int v) {
+  if (v <= 0) return {};
+  return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
+}
+
+std::string preflight_reason(const PreflightReport& rep) {
+  if (rep.could_not_run()) return "preflight could not run: " + rep.run_error.to_string();
+  if (const auto* f = rep.first_failure()) {
+    std::string s = "preflight check " + f->id + " failed: " + f->summary;
+    if (!f->cuda_error_name.empty()) s += " (" + f->cuda_error_name + ")";
+    return s;
+  }
+  return "preflight failed";
+}
+
+std::string preflight_diagnosis(const PreflightReport& rep) {
+  if (rep.could_not_run()) return rep.run_error.remedy();
+  if (const auto* f = rep.first_failure()) {
+    std::string s = f->diagnosis;
+    if (!f->remedy.empty()) s += (s.empty() ? "" : " Fix: ") + f->remedy;
+    return s;
+  }
+  return {};
+}
+
+// Run order inside a phase: as planned, except that with skip_smaller_budgets_after_crash the
+// tree budgets run largest first, so that a crash at budget B can spare the budgets below it.
+std::vector<const Cell*> phase_order(const Phase& phase, bool largest_budget_first) {
+  std::vector<const Cell*> cells;
+  for (const auto& c : phase.cells) cells.push_back(&c);
+  if (!largest_budget_first) return cells;
+  std::stable_sort(cells.begin(), cells.end(), [](const Cell* a, const Cell* b) {
+    const bool ta = a->method.kind == MethodKind::tree, tb = b->method.kind == MethodKind::tree;
+    if (ta != tb) return !ta; // non-tree cells first, in plan order
+    if (!ta) return false;
+    return a->method.budget > b->method.budget;
+  });
+  return cells;
+}
+
+class SweepRun {
+public:
+  SweepRun(const Sweep& sweep, const Matrix& matrix, const RunnerOptions& opt, ResultStore store)
+      : sweep_(sweep), matrix_(matrix), opt_(opt), store_(std::move(store)) {}
+
+  Expected<SweepOutcome> run();
+
+private:
+  // ---- helpers -------------------------------------------------------------------------------
+  bool stop_requested() const { return opt_.stop && opt_.stop->load(); }
+  bool selected(const Cell& c) const {
+    if (opt_.only.empty()) return true;
+    for (const auto& id : opt_.only)
+      if (id == c.id || id == c.phase_id) return true;
+    return false;
+  }
+  void emit(RunnerEvent e) {
+    if (!opt_.on_event) return;
+    e.elapsed_s = seconds_since(t0_);
+    e.to_run = to_run_;
+    e.total_cells = out_.total_cells;
+    if (e.cell_index == 0) e.cell_index = index_;
+    if (e.eta_s < 0) e.eta_s = eta(-1);
+    try {
+      opt_.on_event(e);
+    } catch (...) {
+    }
+  }
+  void message(const std::string& text, const std::string& phase = {}) {
+    RunnerEvent e;
+    e.kind = RunnerEventKind::message;
+    e.phase_id = phase;
+    e.message = text;
+    emit(e);
+  }
+  // Seconds left: finished cells' mean time for the cells still to run; `current_fraction` is
+  // how far the current cell is (or -1).
+  double eta(double current_fraction) const {
+    const int left = to_run_ - index_;
+    if (cells_timed_ > 0) {
+      const double mean = cell_time_sum_ / cells_timed_;
+      double cur = 0;
+      if (index_ > 0 && in_cell_) {
+        const double el = seconds_since(cell_t0_);
+        cur = current_fraction > 0 ? std::max(0.0, el / current_fraction - el)
+                                   : std::max(0.0, mean - el);
+      }
+      return mean * std::max(0, left) + cur;
+    }
+    if (current_fraction > 0.02 && in_cell_) {
+      const double el = seconds_since(cell_t0_);
+      const double est = el / current_fraction;
+      return std::max(0.0, est - el) + est * std::max(0, left);
+    }
+    return -1;
+  }
+
+  Provenance base_provenance() const {
+    Provenance p;
+    p.specbench_argv = opt_.argv;
+    p.specbench_version = build_info::version;
+    p.specbench_commit = build_info::git_commit;
+    p.hostname = host_;
+    p.sweep_name = sweep_.name;
+    p.sweep_file = sweep_.source.string();
+    p.sweep_hash = sweep_hash_;
+    return p;
+  }
+
+  CellResult base_result(const Cell& c) const {
+    CellResult r;
+    r.cell_id = c.id;
+    r.phase_id = c.phase_id;
+    r.config_hash = c.config_hash;
+    r.tp = c.tp;
+    r.gpus = c.gpus;
+    r.method = c.method;
+    r.workload = c.workload;
+    r.provenance = base_provenance();
+    if (preflight_) {
+      r.provenance.preflight_json = preflight_->to_json(-1);
+      for (const auto& g : preflight_->gpus)
+        if (g.planned) r.provenance.gpu_names.push_back(g.name);
+      r.provenance.driver_version = preflight_->host.driver_version;
+      r.provenance.cuda_version = cuda_version_text(preflight_->host.cuda_driver_version);
+    }
+    r.started_at = utc_now_iso8601();
+    r.finished_at = r.started_at;
+    auto prev = previous_attempts_.find(c.id);
+    r.attempt = prev == previous_attempts_.end() ? 1 : prev->second + 1;
+    return r;
+  }
+
+  void set_manifest_cell(const std::string& id, const std::string& status, bool has_file) {
+    for (auto& p : manifest_.phases)
+      for (auto& c : p.cells)
+        if (c.id == id) {
+          c.status = status;
+          c.file = has_file ? "cells/" + id + ".json" : "";
+        }
+  }
+  ManifestPhase* manifest_phase(const std::string& id) {
+    for (auto& p : manifest_.phases)
+      if (p.id == id) return &p;
+    return nullptr;
+  }
+  void write_manifest() {
+    manifest_.updated_at = utc_now_iso8601();
+    if (auto st = store_.write_manifest(manifest_); !st)
+      message("cannot write the manifest: " + st.to_string());
+  }
+
+  void record(CellResult r) {
+    r.finished_at = utc_now_iso8601();
+    if (auto st = store_.commit(r); !st) {
+      message("cannot write the result of " + r.cell_id + ": " + st.to_string());
+    }
+    set_manifest_cell(r.cell_id, to_string(r.status), true);
+    write_manifest();
+    final_status_[r.cell_id] = r.status;
+    RunnerEvent e;
+    e.kind = RunnerEventKind::cell_finished;
+    e.phase_id = r.phase_id;
+    e.cell_id = r.cell_id;
+    e.status = to_string(r.status);
+    if (r.failure) e.message = std::string(to_string(r.failure->stage)) + ": " + r.failure->reason;
+    else if (r.summary.runs > 0)
+      e.message = "output " + std::to_string(static_cast<int>(r.summary.output_tokens_per_s.mean)) +
+                  " tok/s" +
+                  (r.summary.acceptance_length
+                       ? ", acceptance length " +
+                             std::to_string(*r.summary.acceptance_length).substr(0, 4)
+                       : std::string());
+    emit(e);
+  }
+
+  void record_not_run(const Cell& c, CellStatus status, CellStage stage, const std::string& reason,
+                      const std::string& diagnosis) {
+    CellResult r = base_result(c);
+    r.status = status;
+    r.failure = CellFailure{stage, reason, diagnosis, "", false, false};
+    record(std::move(r));
+  }
+
+  // ---- stages --------------------------------------------------------------------------------
+  void prepare_store();
+  void build_manifest();
+  bool run_preflight_for(const Phase& phase, const std::string& why);
+  void take_memory_baseline(const Phase& phase);
+  std::string check_memory_back(const Phase& phase, CellResult& r);
+  CellResult run_cell(const Cell& c, const Phase& phase);
+
+  const Sweep& sweep_;
+  const Matrix& matrix_;
+  const RunnerOptions& opt_;
+  ResultStore store_;
+  Manifest manifest_;
+  SweepOutcome out_;
+  std::string sweep_hash_, host_;
+  Clock::time_point t0_ = Clock::now(), cell_t0_ = Clock::now();
+  int to_run_ = 0, index_ = 0, cells_timed_ = 0;
+  double cell_time_sum_ = 0;
+  bool in_cell_ = false;
+  std::map<std::string, int> previous_attempts_;
+  std::map<std::string, CellStatus> final_status_;
+  std::set<std::string> complete_;
+  std::optional<PreflightReport> preflight_;
+  std::optional<std::vector<std::uint64_t>> baseline_;
+  bool preflight_enabled_ = true;
+  std::string memory_held_; // set when a cell left GPU memory held
+};
+
+void SweepRun::prepare_store() {
+  std::map<std::string, std::string> batches;
+  auto batch = [&](const std::string& why) -> const std::string& {
+    auto it = batches.find(why);
+    if (it == batches.end()) it = batches.emplace(why, stale_batch_name(store_.dir(), why)).first;
+    return it->second;
+  };
+  auto move = [&](const std::string& id, const std::string& why) {
+    auto moved = store_.move_aside(id, batch(why));
+    if (moved) {
+      ++out_.moved_aside;
+      message("moved " + id + " aside (" + why + ") to " + moved->string());
+    } else {
+      message("could not move " + id + " aside: " + moved.status().to_string());
+    }
+  };
+  for (const auto& id : store_.stored_ids()) {
+    const Cell* cell = matrix_.find(id);
+    auto stored = store_.load(id);
+    if (!stored) {
+      move(id, "unreadable");
+      continue;
+    }
+    if (!cell) {
+      move(id, "not-in-sweep");
+      continue;
+    }
+    if (stored->config_hash != cell->config_hash) {
+      move(id, "config-changed");
+      continue;
+    }
+    if (opt_.fresh && selected(*cell)) {
+      move(id, "fresh");
+      continue;
+    }
+    previous_attempts_[id] = stored->attempt;
+    final_status_[id] = stored->status;
+    if (stored->complete()) complete_.insert(id);
+  }
+}
+
+void SweepRun::build_manifest() {
+  auto previous = store_.load_manifest();
+  manifest_.sweep_name = sweep_.name;
+  manifest_.sweep_file = sweep_.source.string();
+  manifest_.sweep_hash = sweep_hash_;
+  manifest_.specbench_argv = opt_.argv;
+  manifest_.specbench_version = build_info::version;
+  manifest_.specbench_commit = build_info::git_commit;
+  manifest_.started_at = utc_now_iso8601();
+  manifest_.state = "running";
+  for (const auto& ph : matrix_.phases) {
+    ManifestPhase mp;
+    mp.id = ph.id;
+    mp.tp = ph.tp;
+    mp.gpus = ph.gpus;
+    mp.preflight = preflight_enabled_ ? "not_run" : "disabled";
+    if (previous)
+      for (const auto& pp : previous->phases)
+        if (pp.id == ph.id && preflight_enabled_) {
+          mp.preflight = pp.preflight.empty() ? "not_run" : pp.preflight;
+          mp.preflight_json = pp.preflight_json;
+        }
+    for (const auto& c : ph.cells) {
+      ManifestCell mc;
+      mc.id = c.id;
+      mc.config_hash = c.config_hash;
+      mc.method = c.method.id();
+      mc.workload = c.workload.name;
+      auto st = final_status_.find(c.id);
+      mc.status = st == final_status_.end() ? "pending" : to_string(st->second);
+      mc.file = st == final_status_.end() ? "" : "cells/" + c.id + ".json";
+      mp.cells.push_back(mc);
+    }
+    manifest_.phases.push_back(mp);
+  }
+  write_manifest();
+}
+
+bool SweepRun::run_preflight_for(const Phase& phase, const std::string& why) {
+  PreflightPlan plan = opt_.preflight_template;
+  plan.tp = phase.tp;
+  plan.gpus = phase.gpus;
+  std::error_code ec;
+  plan.model_path = fs::is_directory(sweep_.model.path, ec) ? sweep_.model.path : "";
+  message("preflight for " + phase.id + " (" + why + ")", phase.id);
+  preflight_ = opt_.preflight_fn ? opt_.preflight_fn(plan) : run_preflight(plan);
+  const bool passed = preflight_->passed() && !preflight_->could_not_run();
+  if (auto* mp = manifest_phase(phase.id)) {
+    mp->preflight = passed ? "passed" : "failed";
+    mp->preflight_json = preflight_->to_json(-1);
+  }
+  write_manifest();
+  RunnerEvent e;
+  e.kind = RunnerEventKind::preflight_done;
+  e.phase_id = phase.id;
+  e.status = passed ? "passed" : "failed";
+  e.message = passed ? std::string(preflight_->verdict()) : preflight_reason(*preflight_);
+  emit(e);
+  return passed;
+}
+
+void SweepRun::take_memory_baseline(const Phase& phase) {
+  baseline_.reset();
+  auto reader = opt_.gpu_memory;
+  auto used = reader ? reader(phase.gpus)
+                     : read_gpu_memory_nvml(phase.gpus, preflight_ ? &*preflight_ : nullptr);
+  if (!used) {
+    message("GPU memory check off for " + phase.id + ": " + used.status().message(), phase.id);
+    return;
+  }
+  baseline_ = *used;
+}
+
+// Waits for GPU memory to come back within the tolerance of the phase's baseline; returns ""
+// when it did (or when there is no baseline), else what is still held.
+std::string SweepRun::check_memory_back(const Phase& phase, CellResult& r) {
+  if (!baseline_) return {};
+  const double tol = sweep_.runner.gpu_memory_tolerance_mib * 1024.0 * 1024.0;
+  const auto t = Clock::now();
+  std::string held;
+  for (;;) {
+    auto used = opt_.gpu_memory ? opt_.gpu_memory(phase.gpus)
+                                : read_gpu_memory_nvml(phase.gpus, preflight_ ? &*preflight_ : nullptr);
+    if (!used) {
+      r.notes.push_back("GPU memory could not be read after the server stopped: " +
+                        used.status().message());
+      return {};
+    }
+    held.clear();
+    for (size_t i = 0; i < used->size() && i < baseline_->size(); ++i) {
+      const double extra = static_cast<double>((*used)[i]) - static_cast<double>((*baseline_)[i]);
+      if (extra > tol)
+        held += (held.empty() ? "" : ", ") + std::string("GPU ") +
+                std::to_string(phase.gpus[i]) + " holds " +
+                std::to_string(static_cast<long long>(extra / (1024 * 1024))) +
+                " MiB above its baseline";
+    }
+    if (held.empty()) return {};
+    if (seconds_since(t) >= opt_.gpu_memory_settle_s || stop_requested()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  r.notes.push_back("GPU memory did not return to baseline within " +
+                    std::to_string(static_cast<int>(opt_.gpu_memory_settle_s)) + " s: " + held);
+  return held;
+}
+
+CellResult SweepRun::run_cell(const Cell& c, const Phase& phase) {
+  CellResult r = base_result(c);
+  const auto cell_start = Clock::now();
+  auto finish = [&](CellResult& res) { res.wall_s = seconds_since(cell_start); };
+  auto fail = [&](CellStage stage, const std::string& reason, const std::string& diagnosis,
+                  const std::vector<std::string>& tail, bool crashed) {
+    r.status = CellStatus::failed;
+    CellFailure f;
+    f.stage = stage;
+    f.reason = reason;
+    f.diagnosis = diagnosis;
+    f.log_tail = join_lines(tail);
+    f.server_crashed = crashed;
+    f.points_at_gpu = text_points_at_gpu(reason + "\n" + diagnosis + "\n" + f.log_tail);
+    r.failure = f;
+  };
+  auto interrupted = [&](CellStage stage, const std::vector<std::string>& tail) {
+    r.status = CellStatus::interrupted;
+    r.failure = CellFailure{stage, "interrupted by the user", "", join_lines(tail), false, false};
+  };
+  auto stage_event = [&](const char* stage) {
+    RunnerEvent e;
+    e.kind = RunnerEventKind::cell_stage;
+    e.phase_id = c.phase_id;
+    e.cell_id = c.id;
+    e.stage = stage;
+    emit(e);
+  };
+
+  std::error_code ec;
+  fs::remove(store_.log_path(c.id), ec); // the log of this attempt only
+  LaunchSpec spec;
+  spec.argv = c.argv;
+  spec.env = c.env;
+  spec.log_file = store_.log_path(c.id);
+  spec.host = sweep_.server.host;
+  spec.port = sweep_.server.port;
+  spec.stop_grace_s = sweep_.server.stop_grace_s;
+
+  ServerProcess server;
+  if (auto st = server.start(spec); !st) {
+    fail(CellStage::launch, st.message(), st.remedy(), {}, false);
+    finish(r);
+    return r;
+  }
+  r.provenance.server_argv = server.argv();
+
+  stage_event("readiness");
+  ReadinessOptions ro;
+  ro.timeout_s = sweep_.server.readiness_timeout_s;
+  ro.api = sweep_.server.api;
+  ro.model = sweep_.model.name.empty() ? sweep_.model.path : sweep_.model.name;
+  ro.probe_timeout_s = std::min(30.0, sweep_.server.request_timeout_s);
+  ro.log_tail_lines = static_cast<size_t>(opt_.log_tail_lines);
+  const Readiness rd = server.wait_ready(ro, opt_.stop);
+  if (rd.outcome == ReadinessOutcome::cancelled || (!rd.ok() && stop_requested())) {
+    interrupted(CellStage::readiness, rd.log_tail);
+  } else if (!rd.ok()) {
+    // A server that dies or logs a fatal error before it is ready failed to launch; one that
+    // stays up but never answers failed readiness.
+    const bool died = rd.outcome == ReadinessOutcome::process_exited;
+    const bool launch = died || rd.outcome == ReadinessOutcome::fatal_log ||
+                        rd.outcome == ReadinessOutcome::not_started;
+    std::string reason = rd.reason.empty() ? to_string(rd.outcome) : rd.reason;
+    std::string diagnosis = rd.fatal ? rd.fatal->pattern.diagnosis : std::string();
+    if (rd.fatal && reason.find(rd.fatal->line) == std::string::npos)
+      reason += " [log: " + rd.fatal->line + "]";
+    fail(launch ? CellStage::launch : CellStage::readiness, reason, diagnosis, rd.log_tail, died);
+  }
+  if (r.status != CellStatus::failed && r.status != CellStatus::interrupted) {
+    r.readiness_s = rd.waited_s;
+    ScrapeOptions so;
+    so.base_url = server.base_url();
+    so.timeout_s = 3;
+    so.metrics = false;
+    const auto snap = scrape_server(so);
+    r.provenance.server_version = snap.server_version;
+    if (snap.synthetic_model)
+      r.notes.push_back("server model is synthetic" +
+                        (snap.synthetic_note.empty() ? std::string() : ": " + snap.synthetic_note));
+
+    ClientOptions co;
+    co.base_url = server.base_url();
+    co.backend = sweep_.server.backend;
+    co.api = sweep_.server.api;
+    co.model = ro.model;
+    co.stream = true;
+    co.request_timeout_s = sweep_.server.request_timeout_s;
+    co.first_byte_timeout_s = sweep_.server.request_timeout_s;
+    const double hang = std::max(0.5, std::min(opt_.hang_timeout_s, sweep_.server.request_timeout_s));
+    co.idle_timeout_s = hang;
+    Client client(co);
+
+    const int count = std::max(c.workload.requests, c.workload.warmup);
+    auto prompts = make_prompts(c.workload, count);
+    if (!prompts) {
+      fail(CellStage::runner, "cannot make the prompts: " + prompts.status().message(),
+           prompts.status().remedy(), {}, false);
+    } else {
+      WatchdogOptions wo;
+      wo.interval_s = 0.25;
+      wo.hang_timeout_s = hang;
+      wo.health_probe_timeout_s = std::min(5.0, hang);
+      wo.progress = [&client] { return client.bytes_received(); };
+      wo.busy = [&client] { return client.in_flight() > 0; };
+      wo.stall_timeout_s = hang;
+      Watchdog watchdog(server, wo, [&client](const WatchdogEvent& ev) {
+        client.abort("watchdog: " + ev.reason);
+      });
+      std::atomic<bool> done{false};
+      std::thread canceller([&] {
+        while (!done.load()) {
+          if (stop_requested()) {
+            client.abort("interrupted by the user");
+            return;
+          }
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+      });
+      int last_run = -2;
+      const int runs = c.workload.runs;
+      auto progress = [&](const ClientProgress& p) {
+        if (p.run != last_run) {
+          last_run = p.run;
+          stage_event(p.run < 0 ? "warmup" : "measure");
+        }
+        RunnerEvent e;
+        e.kind = RunnerEventKind::cell_progress;
+        e.phase_id = c.phase_id;
+        e.cell_id = c.id;
+        e.run = p.run;
+        e.runs = runs;
+        e.requests_done = p.done;
+        e.requests_total = p.total;
+        e.requests_failed = p.failed;
+        e.tokens_per_s = p.elapsed_s > 0 ? static_cast<double>(p.output_tokens) / p.elapsed_s : 0;
+        if (p.run >= 0 && p.total > 0 && runs > 0)
+          e.eta_s = eta((p.run + static_cast<double>(p.done) / p.total) / runs);
+        emit(e);
+      };
+      stage_event("warmup");
+      last_run = -1;
+      auto wr = client.run_workload(c.workload, *prompts, progress);
+      done = true;
+      canceller.join();
+      watchdog.stop();
+      const auto trip = watchdog.tripped();
+
+      if (wr) {
+        for (const auto& run : wr->runs)
+          for (const auto& q : run.records) r.requests.push_back(to_metrics(q));
+      }
+      const bool warmup_broke =
+          wr && (!wr->warmup.aborted.empty() || (wr->runs.empty() && !wr->aborted.empty()));
+      const CellStage where = warmup_broke ? CellStage::warmup : CellStage::measure;
+      if (!wr) {
+        fail(CellStage::runner, "the client could not run: " + wr.status().message(),
+             wr.status().remedy(), server.log_tail(static_cast<size_t>(opt_.log_tail_lines)),
+             false);
+      } else if (stop_requested()) {
+        interrupted(where, {});
+      } else if (trip) {
+        std::string reason = "server " + std::string(to_string(trip->trip)) + ": " + trip->reason;
+        if (trip->exit) reason += " (" + trip->exit->to_string() + ")";
+        std::string diagnosis = trip->fatal ? trip->fatal->pattern.diagnosis : std::string();
+        fail(where, reason, diagnosis, trip->log_tail,
+             trip->trip == WatchdogTrip::process_exited || !server.alive());
+      } else if (!server.alive()) {
+        const auto ex = server.exit_info();
+        fail(where, "the server exited" + (ex ? " (" + ex->to_string() + ")" : std::string()), "",
+             server.log_tail(static_cast<size_t>(opt_.log_tail_lines)), true);
+      } else if (!wr->warmup.records.empty() && wr->warmup.ok_count == 0) {
+        const auto& q = wr->warmup.records.front();
+        fail(CellStage::warmup,
+             "all " + std::to_string(wr->warmup.records.size()) +
+                 " warm-up requests failed; first: " + to_string(q.error) + ": " + q.error_message,
+             q.context_overflow ? "prompt + max_new_tokens exceed the server's context length"
+                                : "",
+             server.log_tail(static_cast<size_t>(opt_.log_tail_lines)), false);
+      } else {
+        int failed = 0;
+        const RequestMetrics* first = nullptr;
+        for (const auto& q : r.requests)
+          if (!q.ok) {
+            ++failed;
+            if (!first) first = &q;
+          }
+        if (static_cast<int>(wr->runs.size()) < c.workload.runs || !wr->aborted.empty()) {
+          fail(CellStage::measure,
+               "only " + std::to_string(wr->runs.size()) + " of " +
+                   std::to_string(c.workload.runs) + " runs completed" +
+                   (wr->aborted.empty() ? "" : ": " + wr->aborted),
+               "", server.log_tail(static_cast<size_t>(opt_.log_tail_lines)), false);
+        } else if (failed > 0) {
+          fail(CellStage::measure,
+               std::to_string(failed) + " of " + std::to_string(r.requests.size()) +
+                   " measured requests failed; first: " + first->error,
+               "", server.log_tail(static_cast<size_t>(opt_.log_tail_lines)), false);
+        } else {
+          r.status = CellStatus::ok;
+        }
+      }
+    }
+  }
+
+  stage_event("stop");
+  const StopReport sr = server.stop();
+  if (sr.sigkilled)
+    r.notes.push_back("the server ignored SIGTERM for " +
+                      std::to_string(static_cast<int>(sweep_.server.stop_grace_s)) +
+                      " s and was killed");
+  if (!sr.port_free) r.notes.push_back("the server's port was still in use after it stopped");
+
+  r.runs = summarize_runs(r.requests, c.workload.runs);
+  r.summary = summarize_cell(r.requests, r.runs);
+  const std::string held = check_memory_back(phase, r);
+  if (!held.empty()) memory_held_ = held;
+  finish(r);
+  return r;
+}
+
+Expected<SweepOutcome> SweepRun::run() {
+  host_ = hostname();
+  sweep_hash_ = sweep_.source_hash.empty() ? stable_hash(matrix_to_json(matrix_, sweep_))
+                                           : sweep_.source_hash;
+  preflight_enabled_ = opt_.preflight.value_or(sweep_.runner.preflight);
+  out_.results_dir = store_.dir();
+  for (const auto& ph : matrix_.phases)
+    for (const auto& c : ph.cells)
+      if (selected(c)) ++out_.total_cells;
+
+  prepare_store();
+  build_manifest();
+  for (const auto& ph : matrix_.phases)
+    for (const auto& c : ph.cells)
+      if (selected(c)) {
+        if (complete_.count(c.id)) ++out_.already_done;
+        else ++to_run_;
+      }
+  {
+    RunnerEvent e;
+    e.kind = RunnerEventKind::sweep_started;
+    e.message = sweep_.name + ": " + std::to_string(out_.total_cells) + " cells, " +
+                std::to_string(out_.already_done) + " already complete, results in " +
+                store_.dir().string();
+    emit(e);
+  }
+
+  const bool largest_first = sweep_.runner.skip_smaller_budgets_after_crash;
+  for (const auto& phase : matrix_.phases) {
+    if (stop_requested()) break;
+    std::vector<const Cell*> todo;
+    for (const Cell* c : phase_order(phase, largest_first))
+      if (selected(*c)) todo.push_back(c);
+    const bool any_to_run = std::any_of(todo.begin(), todo.end(),
+                                        [&](const Cell* c) { return !complete_.count(c->id); });
+    for (const Cell* c : todo)
+      if (complete_.count(c->id)) {
+        RunnerEvent e;
+        e.kind = RunnerEventKind::cell_skipped;
+        e.phase_id = phase.id;
+        e.cell_id = c->id;
+        e.message = "complete result with the same config hash (resume)";
+        emit(e);
+      }
+    if (!any_to_run) continue;
+
+    RunnerEvent pe;
+    pe.kind = RunnerEventKind::phase_started;
+    pe.phase_id = phase.id;
+    pe.message = "TP" + std::to_string(phase.tp);
+    emit(pe);
+    preflight_.reset();
+    memory_held_.clear();
+    std::string blocked_reason, blocked_diagnosis;
+    if (preflight_enabled_ && !run_preflight_for(phase, "phase start")) {
+      blocked_reason = preflight_reason(*preflight_);
+      blocked_diagnosis = preflight_diagnosis(*preflight_);
+    }
+    if (blocked_reason.empty()) take_memory_baseline(phase);
+    int crashed_budget = 0; // largest tree budget that crashed in this phase (0 = none)
+    std::string crashed_cell;
+
+    for (const Cell* c : todo) {
+      if (complete_.count(c->id)) continue;
+      if (stop_requested()) break;
+      ++index_;
+      if (!blocked_reason.empty()) {
+        record_not_run(*c, CellStatus::blocked, CellStage::preflight, blocked_reason,
+                       blocked_diagnosis);
+        continue;
+      }
+      if (largest_first && crashed_budget > 0 && c->method.kind == MethodKind::tree &&
+          c->method.budget < crashed_budget) {
+        record_not_run(*c, CellStatus::skipped, CellStage::runner,
+                       "tree budget " + std::to_string(crashed_budget) + " crashed (" +
+                           crashed_cell + "); smaller budgets are skipped",
+                       "runner.skip_smaller_budgets_after_crash is on; turn it off to run them "
+                       "anyway");
+        continue;
+      }
+      RunnerEvent ce;
+      ce.kind = RunnerEventKind::cell_started;
+      ce.phase_id = phase.id;
+      ce.cell_id = c->id;
+      emit(ce);
+      set_manifest_cell(c->id, "running", false);
+      write_manifest();
+      in_cell_ = true;
+      cell_t0_ = Clock::now();
+      CellResult r = run_cell(*c, phase);
+      in_cell_ = false;
+      if (r.status != CellStatus::interrupted) {
+        cell_time_sum_ += r.wall_s;
+        ++cells_timed_;
+        ++out_.ran;
+      }
+      const bool crashed = r.failure && r.failure->server_crashed;
+      const bool gpu_suspect = r.failure && r.failure->points_at_gpu;
+      if (crashed && c->method.kind == MethodKind::tree && c->method.budget > crashed_budget) {
+        crashed_budget = c->method.budget;
+        crashed_cell = c->id;
+      }
+      const CellStatus st = r.status;
+      record(std::move(r));
+      if (st == CellStatus::interrupted) break;
+      if (!memory_held_.empty()) {
+        blocked_reason = "GPU memory did not return to its baseline after " + c->id + ": " +
+                         memory_held_;
+        blocked_diagnosis = "a server process may survive outside its process group; check "
+                            "nvidia-smi for leftover processes before running this phase again";
+        if (preflight_enabled_ && !run_preflight_for(phase, "GPU memory held after " + c->id)) {
+          blocked_reason += "; " + preflight_reason(*preflight_);
+        }
+        continue;
+      }
+      if (gpu_suspect && preflight_enabled_ && !stop_requested()) {
+        if (!run_preflight_for(phase, "after " + c->id + " failed with a GPU error")) {
+          blocked_reason = "after " + c->id + " failed, " + preflight_reason(*preflight_);
+          blocked_diagnosis = preflight_diagnosis(*preflight_);
+        }
+      }
+    }
+  }
+
+  out_.stopped = stop_requested();
+  manifest_.state = out_.stopped ? "interrupted" : "finished";
+  write_manifest();
+  for (const auto& ph : matrix_.phases)
+    for (const auto& c : ph.cells) {
+      if (!selected(c)) continue;
+      auto it = final_status_.find(c.id);
+      if (it == final_status_.end()) {
+        ++out_.pending;
+        continue;
+      }
+      switch (it->second) {
+      case CellStatus::ok: ++out_.ok; break;
+      case CellStatus::failed: ++out_.failed; break;
+      case CellStatus::blocked: ++out_.blocked; break;
+      case CellStatus::skipped: ++out_.skipped; break;
+      case CellStatus::interrupted: ++out_.interrupted; break;
+      }
+    }
+  out_.wall_s = seconds_since(t0_);
+  RunnerEvent e;
+  e.kind = RunnerEventKind::sweep_finished;
+  e.status = out_.stopped ? "interrupted" : "finished";
+  e.message = std::to_string(out_.ok) + " ok, " + std::to_string(out_.failed) + " failed, " +
+              std::to_string(out_.blocked) + " blocked, " + std::to_string(out_.skipped) +
+              " skipped, " + std::to_string(out_.interrupted) + " interrupted, " +
+              std::to_string(out_.pending) + " not run";
+  e.eta_s = 0;
+  emit(e);
+  return out_;
+}
+
+} // namespace
+
+int SweepOutcome::exit_code() const noexcept {
+  if (stopped) return 130;
+  return ok == total_cells ? 0 : 1;
+}
+
+fs::path default_results_dir(const Sweep& sweep) {
+  if (!sweep.runner.results_dir.empty()) return sweep.runner.results_dir;
+  return fs::path("results") / (sweep.name.empty() ? std::string("sweep") : sweep.name);
+}
+
+bool text_points_at_gpu(const std::string& text) {
+  static const char* const patterns[] = {
+      "cuda error",          "cuda_error",        "cudaerror",      "cuda unknown error",
+      "illegal instruction", "illegal memory",    "illegal address", "device capability",
+      "out of memory",       "xid",               "nccl",           "cublas_status",
+      "device-side assert",  "no cuda gpus",      "cuda driver",    "ecc error",
+      "gpu has fallen off"};
+  const std::string t = lower(text);
+  for (const char* p : patterns)
+    if (t.find(p) != std::string::npos) return true;
+  return false;
+}
+
+Expected<SweepOutcome> run_sweep(const Sweep& sweep, const Matrix& matrix,
+                                 const RunnerOptions& options) {
+  // --only must name something, or the user asked for nothing by mistake.
+  for (const auto& id : options.only) {
+    bool found = false;
+    for (const auto& ph : matrix.phases) {
+      if (ph.id == id) found = true;
+      for (const auto& c : ph.cells)
+        if (c.id == id) found = true;
+    }
+    if (!found)
+      return Status(StatusCode::invalid_argument,
+                    "--only " + id + " matches no cell or phase of the sweep",
+                    "list the cell ids with `specbench plan SWEEP.yaml`", "run_sweep");
+  }
+  const fs::path dir =
+      options.results_dir.empty() ? default_results_dir(sweep) : options.results_dir;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec)
+    return Status(StatusCode::io_error, "cannot create " + dir.string() + ": " + ec.message(),
+                  "choose a writable --results directory", "run_sweep");
+  auto lock = DirLock::acquire(dir);
+  if (!lock) return lock.status();
+  auto store = ResultStore::open(dir);
+  if (!store) return store.status();
+  SweepRun run(sweep, matrix, options, std::move(*store));
+  return run.run();
+}
+
+} // namespace specbench
