@@ -737,6 +737,7 @@ Expected<SweepOutcome> SweepRun::run() {
     preflight_.reset();
     memory_held_.clear();
     std::string blocked_reason, blocked_diagnosis;
+    CellStage blocked_stage = CellStage::preflight;
     if (preflight_enabled_ && !run_preflight_for(phase, "phase start")) {
       blocked_reason = preflight_reason(*preflight_);
       blocked_diagnosis = preflight_diagnosis(*preflight_);
@@ -750,8 +751,7 @@ Expected<SweepOutcome> SweepRun::run() {
       if (stop_requested()) break;
       ++index_;
       if (!blocked_reason.empty()) {
-        record_not_run(*c, CellStatus::blocked, CellStage::preflight, blocked_reason,
-                       blocked_diagnosis);
+        record_not_run(*c, CellStatus::blocked, blocked_stage, blocked_reason, blocked_diagnosis);
         continue;
       }
       if (largest_first && crashed_budget > 0 && c->method.kind == MethodKind::tree &&
@@ -789,6 +789,7 @@ Expected<SweepOutcome> SweepRun::run() {
       record(std::move(r));
       if (st == CellStatus::interrupted) break;
       if (!memory_held_.empty()) {
+        blocked_stage = CellStage::gpu_memory;
         blocked_reason = "GPU memory did not return to its baseline after " + c->id + ": " +
                          memory_held_;
         blocked_diagnosis = "a server process may survive outside its process group; check "
@@ -800,6 +801,7 @@ Expected<SweepOutcome> SweepRun::run() {
       }
       if (gpu_suspect && preflight_enabled_ && !stop_requested()) {
         if (!run_preflight_for(phase, "after " + c->id + " failed with a GPU error")) {
+          blocked_stage = CellStage::preflight;
           blocked_reason = "after " + c->id + " failed, " + preflight_reason(*preflight_);
           blocked_diagnosis = preflight_diagnosis(*preflight_);
         }
