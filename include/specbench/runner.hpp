@@ -7,6 +7,8 @@
 /// back to its baseline. A failure belongs to its cell (stage, reason, log tail, diagnosis) and
 /// the sweep goes on. A stop request (Ctrl-C) stops the server, keeps finished cells and marks
 /// the cell in flight interrupted. The simulated server is run like any other server.
+/// With Sweep::runner.skip_smaller_budgets_after_crash, a phase's tree cells run largest budget
+/// first, so that a crash at budget B skips the budgets below B (recorded as skipped).
 
 #include "specbench/config.hpp"
 #include "specbench/matrix.hpp"
