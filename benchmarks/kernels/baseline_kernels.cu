@@ -1,0 +1,165 @@
+#include "baseline_kernels.hpp"
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+namespace specbench::bench {
+namespace {
+
+__device__ __forceinline__ uint32_t mix(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ull;
+  x ^= x >> 33;
+  return static_cast<uint32_t>(x);
+}
+
+__global__ void fill_bf16_kernel(uint16_t* x, int64_t n, uint32_t seed) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const uint32_t h = mix(static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ull + seed);
+    // Sum of 4 bytes -> roughly normal, scaled to about N(0, 3).
+    const float v = ((h & 255) + ((h >> 8) & 255) + ((h >> 16) & 255) + (h >> 24) - 510.0f) / 49.0f;
+    x[i] = __bfloat16_as_ushort(__float2bfloat16(v));
+  }
+}
+
+__global__ void fill_f32_kernel(float* x, int64_t n, uint32_t seed) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    x[i] = (mix(static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ull + seed) >> 8) * (1.0f / 16777216.0f);
+}
+
+__global__ void plant_bf16_kernel(uint16_t* x, int64_t rows, int64_t vocab, const int32_t* idx) {
+  const int64_t r = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (r < rows) x[r * vocab + idx[r]] = __bfloat16_as_ushort(__float2bfloat16(30.0f));
+}
+
+__global__ void plant_f32_kernel(float* x, int64_t rows, int64_t vocab, const int32_t* idx) {
+  const int64_t r = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (r < rows) x[r * vocab + idx[r]] += 1000.0f;
+}
+
+__global__ void bf16_to_f32_kernel(const uint4* in, float4* out, int64_t n8) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n8;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const uint4 v = in[i];
+    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+    out[2 * i] = make_float4(__uint_as_float(w[0] << 16), __uint_as_float(w[0] & 0xFFFF0000u),
+                             __uint_as_float(w[1] << 16), __uint_as_float(w[1] & 0xFFFF0000u));
+    out[2 * i + 1] = make_float4(__uint_as_float(w[2] << 16), __uint_as_float(w[2] & 0xFFFF0000u),
+                                 __uint_as_float(w[3] << 16), __uint_as_float(w[3] & 0xFFFF0000u));
+  }
+}
+
+// One block per row (what torch.argmax and TensorRT-LLM's MTP greedy sampling do).
+__global__ void argmax_rows_kernel(const float* x, int64_t vocab, int64_t* out) {
+  const float* row = x + blockIdx.x * vocab;
+  float best = -INFINITY;
+  int64_t idx = 0x7FFFFFFF;
+  for (int64_t i = threadIdx.x; i < vocab; i += blockDim.x) {
+    const float v = row[i];
+    if (v > best || (v != v && best == best)) {
+      best = v;
+      idx = i;
+    }
+  }
+  __shared__ float sv[32];
+  __shared__ int64_t si[32];
+  for (int o = 16; o > 0; o >>= 1) {
+    const float ov = __shfl_xor_sync(0xFFFFFFFFu, best, o);
+    const int64_t oi = __shfl_xor_sync(0xFFFFFFFFu, idx, o);
+    if (ov > best || (ov == best && oi < idx)) {
+      best = ov;
+      idx = oi;
+    }
+  }
+  if ((threadIdx.x & 31) == 0) {
+    sv[threadIdx.x >> 5] = best;
+    si[threadIdx.x >> 5] = idx;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int w = 1; w < static_cast<int>(blockDim.x >> 5); ++w)
+      if (sv[w] > best || (sv[w] == best && si[w] < idx)) {
+        best = sv[w];
+        idx = si[w];
+      }
+    out[blockIdx.x] = idx;
+  }
+}
+
+// SGLang's walk: a single thread follows first-child / next-sibling lists in global memory.
+__global__ void walk_kernel(int32_t* predicts, int32_t* accept_index, int32_t* accept_num,
+                            const int64_t* candidates, const int64_t* retrive_index,
+                            const int64_t* next_token, const int64_t* next_sibling,
+                            const int64_t* target_predict, int nodes, int steps) {
+  const int b = blockIdx.x;
+  int64_t last_g = retrive_index[b * nodes];
+  accept_index[b * steps] = static_cast<int32_t>(last_g);
+  int64_t cur = 0;
+  int num = 0;
+  for (int j = 1; j < steps; ++j) {
+    int64_t c = next_token[b * nodes + cur];
+    const int64_t want = target_predict[last_g];
+    bool found = false;
+    while (c != -1) {
+      const int64_t g = retrive_index[b * nodes + c];
+      if (candidates[b * nodes + c] == want) {
+        predicts[last_g] = static_cast<int32_t>(want);
+        ++num;
+        accept_index[b * steps + num] = static_cast<int32_t>(g);
+        last_g = g;
+        cur = c;
+        found = true;
+        break;
+      }
+      c = next_sibling[b * nodes + c];
+    }
+    if (!found) break;
+  }
+  accept_num[b] = num;
+  predicts[last_g] = static_cast<int32_t>(target_predict[last_g]);
+}
+
+__global__ void empty() {}
+
+unsigned grid_for(int64_t n, int per_block) {
+  const int64_t g = (n + per_block - 1) / per_block;
+  return static_cast<unsigned>(g < 132 * 32 ? (g < 1 ? 1 : g) : 132 * 32);
+}
+
+} // namespace
+
+void fill_random_bf16(uint16_t* x, int64_t n, uint32_t seed, CUstream_st* s) {
+  fill_bf16_kernel<<<grid_for(n, 256), 256, 0, s>>>(x, n, seed);
+}
+void fill_random_f32(float* x, int64_t n, uint32_t seed, CUstream_st* s) {
+  fill_f32_kernel<<<grid_for(n, 256), 256, 0, s>>>(x, n, seed);
+}
+void plant_bf16(uint16_t* logits, int64_t rows, int64_t vocab, const int32_t* idx, CUstream_st* s) {
+  plant_bf16_kernel<<<static_cast<unsigned>((rows + 255) / 256), 256, 0, s>>>(logits, rows, vocab, idx);
+}
+void plant_f32(float* probs, int64_t rows, int64_t vocab, const int32_t* idx, CUstream_st* s) {
+  plant_f32_kernel<<<static_cast<unsigned>((rows + 255) / 256), 256, 0, s>>>(probs, rows, vocab, idx);
+}
+void bf16_to_f32(const uint16_t* in, float* out, int64_t n, CUstream_st* s) {
+  // n is a multiple of 8 in every benchmark shape.
+  bf16_to_f32_kernel<<<grid_for(n / 8, 256), 256, 0, s>>>(reinterpret_cast<const uint4*>(in),
+                                                         reinterpret_cast<float4*>(out), n / 8);
+}
+void argmax_rows_f32(const float* x, int64_t rows, int64_t vocab, int64_t* out, CUstream_st* s) {
+  argmax_rows_kernel<<<static_cast<unsigned>(rows), 512, 0, s>>>(x, vocab, out);
+}
+void walk_one_thread(int32_t* predicts, int32_t* accept_index, int32_t* accept_num,
+                     const int64_t* candidates, const int64_t* retrive_index,
+                     const int64_t* next_token, const int64_t* next_sibling,
+                     const int64_t* target_predict, int batch, int nodes, int steps,
+                     CUstream_st* s) {
+  walk_kernel<<<batch, 1, 0, s>>>(predicts, accept_index, accept_num, candidates, retrive_index,
+                                  next_token, next_sibling, target_predict, nodes, steps);
+}
+void empty_kernel(CUstream_st* s) { empty<<<1, 32, 0, s>>>(); }
+
+} // namespace specbench::bench

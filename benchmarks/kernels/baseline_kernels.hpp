@@ -1,0 +1,34 @@
+#pragma once
+// In-project baselines equal to the path inference servers deploy today for greedy tree
+// verification (SGLang): bf16 -> fp32 copy of the logits, an argmax with one block per row, and
+// a tree walk with one thread per request over first-child / next-sibling int64 buffers. Plus the
+// helpers the benchmarks need (random fill, planting maxima).
+#include <cstdint>
+
+struct CUstream_st;
+
+namespace specbench::bench {
+
+/// Fill `n` bf16 values with a deterministic pseudo-random normal-ish distribution.
+void fill_random_bf16(uint16_t* x, int64_t n, uint32_t seed, CUstream_st* s);
+/// Fill `n` floats in [0, 1) (pseudo-random), then callers may normalise.
+void fill_random_f32(float* x, int64_t n, uint32_t seed, CUstream_st* s);
+/// logits[r, idx[r]] = 30 for each of `rows` rows (bf16), so the argmax is known.
+void plant_bf16(uint16_t* logits, int64_t rows, int64_t vocab, const int32_t* idx, CUstream_st* s);
+/// probs[r, idx[r]] += 1 for each of `rows` rows (fp32), so draws follow the tree.
+void plant_f32(float* probs, int64_t rows, int64_t vocab, const int32_t* idx, CUstream_st* s);
+
+/// Deployed step 1: out[i] = float(in[i]) (torch's `.float()`), vectorised.
+void bf16_to_f32(const uint16_t* in, float* out, int64_t n, CUstream_st* s);
+/// Deployed step 2: one block per row, first maximum, int64 result (torch.argmax layout).
+void argmax_rows_f32(const float* x, int64_t rows, int64_t vocab, int64_t* out, CUstream_st* s);
+/// Deployed step 3: SGLang's VerifyTreeGreedy walk, grid = batch, block = 1.
+void walk_one_thread(int32_t* predicts, int32_t* accept_index, int32_t* accept_num,
+                     const int64_t* candidates, const int64_t* retrive_index,
+                     const int64_t* next_token, const int64_t* next_sibling,
+                     const int64_t* target_predict, int batch, int nodes, int steps,
+                     CUstream_st* s);
+/// An empty kernel (launch overhead reference).
+void empty_kernel(CUstream_st* s);
+
+} // namespace specbench::bench

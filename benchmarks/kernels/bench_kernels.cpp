@@ -1,0 +1,483 @@
+// Google Benchmark microbenchmarks of the verification and tree-building kernels on a GPU, with
+// manual time from CUDA events around CUDA-graph replays. "cold" rotates through enough copies
+// of the inputs (> 2x the L2 cache) that every call reads HBM; "warm" repeats one buffer set.
+// Counters: TBps (bytes the call must read / time), frac_copy (that rate over the device-to-device
+// copy bandwidth measured at start-up in the same run, read + write bytes), and us_floor.
+// Baseline "deployed_*" = the path SGLang runs today: bf16->fp32 copy, one-block-per-row argmax,
+// one-thread tree walk (benchmarks/kernels/baseline_kernels.cu).
+#include "baseline_kernels.hpp"
+#include "specbench/draft_tree.hpp"
+#include "specbench/kernels.hpp"
+#include "specbench/sglang_layout.hpp"
+
+#include <benchmark/benchmark.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+namespace k = specbench::kernels;
+namespace bb = specbench::bench;
+using specbench::DraftTree;
+
+constexpr int64_t kVocab = 151936;
+double g_copy_Bps = 0.0; // device-to-device copy, (read + write) bytes per second
+std::size_t g_l2 = 60u << 20;
+
+struct DevMem {
+  void* p = nullptr;
+  explicit DevMem(std::size_t bytes) {
+    if (cudaMalloc(&p, std::max<std::size_t>(bytes, 16)) != cudaSuccess) p = nullptr;
+  }
+  ~DevMem() { cudaFree(p); }
+  DevMem(const DevMem&) = delete;
+  DevMem& operator=(const DevMem&) = delete;
+  template <class T> T* as() const { return static_cast<T*>(p); }
+};
+
+template <class T> void upload(DevMem& d, const std::vector<T>& v) {
+  cudaMemcpy(d.p, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice);
+}
+
+// Buffer copies needed so that a rotation through them exceeds twice the L2 (cold), or 1 (warm).
+int rotation(std::size_t bytes, bool cold) {
+  if (!cold) return 1;
+  const std::size_t want = 2 * g_l2 + (g_l2 >> 1);
+  return static_cast<int>(std::clamp<std::size_t>((want + bytes - 1) / bytes, 1, 64));
+}
+
+// Capture `calls` launches into a graph, replay it per iteration, report time per call.
+void time_graph(benchmark::State& st, int calls,
+                const std::function<bool(int, cudaStream_t)>& launch, double bytes_per_call) {
+  cudaStream_t s;
+  cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  cudaGraph_t g;
+  cudaGraphExec_t ge = nullptr;
+  bool ok = cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) == cudaSuccess;
+  for (int i = 0; ok && i < calls; ++i) ok = launch(i, s);
+  ok = (cudaStreamEndCapture(s, &g) == cudaSuccess) && ok;
+  ok = ok && cudaGraphInstantiate(&ge, g, 0) == cudaSuccess;
+  if (!ok) {
+    st.SkipWithError("capture or launch failed");
+    cudaGetLastError();
+    cudaStreamDestroy(s);
+    return;
+  }
+  for (int w = 0; w < 3; ++w) cudaGraphLaunch(ge, s);
+  cudaStreamSynchronize(s);
+  cudaEvent_t a, b;
+  cudaEventCreate(&a);
+  cudaEventCreate(&b);
+  for (auto _ : st) {
+    cudaEventRecord(a, s);
+    cudaGraphLaunch(ge, s);
+    cudaEventRecord(b, s);
+    cudaEventSynchronize(b);
+    float ms = 0.0f;
+    cudaEventElapsedTime(&ms, a, b);
+    st.SetIterationTime(ms / 1e3 / calls);
+  }
+  if (cudaGetLastError() != cudaSuccess) st.SkipWithError("CUDA error during replay");
+  if (bytes_per_call > 0) {
+    st.counters["TBps"] = benchmark::Counter(bytes_per_call / 1e12, benchmark::Counter::kIsIterationInvariantRate);
+    st.counters["frac_copy"] =
+        benchmark::Counter(bytes_per_call / g_copy_Bps, benchmark::Counter::kIsIterationInvariantRate);
+    st.counters["us_floor"] = bytes_per_call / g_copy_Bps * 1e6;
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  cudaGraphExecDestroy(ge);
+  cudaGraphDestroy(g);
+  cudaStreamDestroy(s);
+}
+
+// Draft trees of `n` nodes (DDTree-shaped, depth <= 15) and, per node, the index of the planted
+// maximum: the token of its first child, so the greedy walk goes down to a leaf.
+struct Trees {
+  std::vector<int32_t> parents, tokens, plant;
+  std::vector<int64_t> cand, ridx, rnext, rsib;
+};
+
+Trees make_trees(int batch, int n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  Trees t;
+  for (int b = 0; b < batch; ++b) {
+    std::vector<float> logp(15 * 8);
+    std::vector<int32_t> ids(15 * 8);
+    for (int d = 0; d < 15; ++d) {
+      std::vector<float> row(8);
+      for (auto& v : row) v = -std::uniform_real_distribution<float>(0.0f, 4.0f)(rng);
+      std::sort(row.rbegin(), row.rend());
+      for (int r = 0; r < 8; ++r) {
+        logp[d * 8 + r] = row[r];
+        ids[d * 8 + r] = static_cast<int32_t>(rng() % kVocab);
+      }
+    }
+    DraftTree tree = specbench::build_ddtree_reference(logp, ids, 15, 8, n - 1, 1);
+    while (tree.size() < n) { // cannot happen with 8^15 paths, kept for safety
+      tree.parents.push_back(0);
+      tree.tokens.push_back(2);
+    }
+    for (int i = 0; i < n; ++i) {
+      t.parents.push_back(tree.parents[i]);
+      t.tokens.push_back(tree.tokens[i]);
+      const int c = tree.first_child[i];
+      t.plant.push_back(c >= 0 ? tree.tokens[c] : static_cast<int32_t>(rng() % kVocab));
+    }
+    const specbench::SglangTree s = specbench::to_sglang_layout(tree, b);
+    t.cand.insert(t.cand.end(), s.candidates.begin(), s.candidates.end());
+    t.ridx.insert(t.ridx.end(), s.retrive_index.begin(), s.retrive_index.end());
+    t.rnext.insert(t.rnext.end(), s.retrive_next_token.begin(), s.retrive_next_token.end());
+    t.rsib.insert(t.rsib.end(), s.retrive_next_sibling.begin(), s.retrive_next_sibling.end());
+  }
+  return t;
+}
+
+// ---- fused greedy verification vs the deployed path -------------------------------------------
+
+void BM_fused_greedy(benchmark::State& st, int batch, int n, bool cold, bool fp32) {
+  const int64_t rows = int64_t(batch) * n;
+  const std::size_t elem = fp32 ? 4 : 2;
+  const std::size_t bytes = rows * kVocab * elem;
+  const int R = rotation(bytes, cold);
+  std::vector<std::unique_ptr<DevMem>> logits;
+  const Trees t = make_trees(batch, n, 1);
+  DevMem par(rows * 4), tok(rows * 4), plant(rows * 4), path(rows * 4), tgt(rows * 4),
+      acc(batch * 4), bon(batch * 4);
+  upload(par, t.parents);
+  upload(tok, t.tokens);
+  upload(plant, t.plant);
+  for (int r = 0; r < R; ++r) {
+    logits.push_back(std::make_unique<DevMem>(bytes));
+    if (!logits.back()->p) return st.SkipWithError("out of device memory");
+    if (fp32) {
+      bb::fill_random_f32(logits.back()->as<float>(), rows * kVocab, 17 + r, nullptr);
+    } else {
+      bb::fill_random_bf16(logits.back()->as<uint16_t>(), rows * kVocab, 17 + r, nullptr);
+      bb::plant_bf16(logits.back()->as<uint16_t>(), rows, kVocab, plant.as<int32_t>(), nullptr);
+    }
+  }
+  const std::size_t wsb = k::verify_greedy_fused_workspace_bytes(batch, n, kVocab);
+  DevMem ws(wsb);
+  (void)k::clear_workspace(ws.p, wsb, nullptr);
+  cudaDeviceSynchronize();
+  const int calls = cold ? R : 20;
+  time_graph(
+      st, calls,
+      [&](int i, cudaStream_t s) {
+        return k::verify_greedy_fused(logits[i % R]->p, fp32 ? k::LogitsDtype::fp32 : k::LogitsDtype::bf16,
+                                      par.as<int32_t>(), tok.as<int32_t>(), batch, n, kVocab,
+                                      tgt.as<int32_t>(), path.as<int32_t>(), acc.as<int32_t>(),
+                                      bon.as<int32_t>(), ws.p, wsb, s)
+            .is_ok();
+      },
+      static_cast<double>(bytes));
+  // Sanity: with planted maxima the walk reaches a leaf, so something was accepted.
+  int32_t a0 = -1;
+  cudaMemcpy(&a0, acc.p, 4, cudaMemcpyDeviceToHost);
+  st.counters["accepted0"] = a0;
+}
+
+void BM_deployed_greedy(benchmark::State& st, int batch, int n, bool cold) {
+  const int64_t rows = int64_t(batch) * n;
+  const std::size_t bytes = rows * kVocab * 2;
+  const int R = rotation(bytes, cold);
+  const Trees t = make_trees(batch, n, 1);
+  std::vector<std::unique_ptr<DevMem>> logits;
+  DevMem plant(rows * 4);
+  upload(plant, t.plant);
+  for (int r = 0; r < R; ++r) {
+    logits.push_back(std::make_unique<DevMem>(bytes));
+    if (!logits.back()->p) return st.SkipWithError("out of device memory");
+    bb::fill_random_bf16(logits.back()->as<uint16_t>(), rows * kVocab, 17 + r, nullptr);
+    bb::plant_bf16(logits.back()->as<uint16_t>(), rows, kVocab, plant.as<int32_t>(), nullptr);
+  }
+  DevMem f32(bytes * 2), pred64(rows * 8), cand(rows * 8), ridx(rows * 8), rnext(rows * 8),
+      rsib(rows * 8), predicts(rows * 4), aidx(batch * 16 * 4), anum(batch * 4);
+  if (!f32.p) return st.SkipWithError("out of device memory");
+  upload(cand, t.cand);
+  upload(ridx, t.ridx);
+  upload(rnext, t.rnext);
+  upload(rsib, t.rsib);
+  cudaDeviceSynchronize();
+  const int calls = cold ? R : 20;
+  time_graph(
+      st, calls,
+      [&](int i, cudaStream_t s) {
+        bb::bf16_to_f32(logits[i % R]->as<uint16_t>(), f32.as<float>(), rows * kVocab, s);
+        bb::argmax_rows_f32(f32.as<float>(), rows, kVocab, pred64.as<int64_t>(), s);
+        bb::walk_one_thread(predicts.as<int32_t>(), aidx.as<int32_t>(), anum.as<int32_t>(),
+                            cand.as<int64_t>(), ridx.as<int64_t>(), rnext.as<int64_t>(),
+                            rsib.as<int64_t>(), pred64.as<int64_t>(), batch, n, 16, s);
+        return cudaGetLastError() == cudaSuccess;
+      },
+      static_cast<double>(bytes));
+  int32_t a0 = -1;
+  cudaMemcpy(&a0, anum.p, 4, cudaMemcpyDeviceToHost);
+  st.counters["accepted0"] = a0;
+}
+
+// ---- walks from target tokens: ours vs SGLang's one-thread walk (L2-hot, as in a step) ----------
+
+void BM_walk(benchmark::State& st, int batch, int n, bool ours) {
+  const int64_t rows = int64_t(batch) * n;
+  const Trees t = make_trees(batch, n, 2);
+  std::vector<int64_t> pred(t.plant.begin(), t.plant.end());
+  std::vector<int32_t> tgt32(t.plant.begin(), t.plant.end());
+  DevMem par(rows * 4), tok(rows * 4), tgt(rows * 4), path(rows * 4), acc(batch * 4),
+      bon(batch * 4), cand(rows * 8), ridx(rows * 8), rnext(rows * 8), rsib(rows * 8),
+      pred64(rows * 8), predicts(rows * 4), aidx(batch * 16 * 4);
+  upload(par, t.parents);
+  upload(tok, t.tokens);
+  upload(tgt, tgt32);
+  upload(cand, t.cand);
+  upload(ridx, t.ridx);
+  upload(rnext, t.rnext);
+  upload(rsib, t.rsib);
+  upload(pred64, pred);
+  cudaDeviceSynchronize();
+  time_graph(
+      st, 100,
+      [&](int, cudaStream_t s) {
+        if (ours)
+          return k::verify_tree_greedy(par.as<int32_t>(), tok.as<int32_t>(), tgt.as<int32_t>(),
+                                       batch, n, path.as<int32_t>(), acc.as<int32_t>(),
+                                       bon.as<int32_t>(), s)
+              .is_ok();
+        bb::walk_one_thread(predicts.as<int32_t>(), aidx.as<int32_t>(), acc.as<int32_t>(),
+                            cand.as<int64_t>(), ridx.as<int64_t>(), rnext.as<int64_t>(),
+                            rsib.as<int64_t>(), pred64.as<int64_t>(), batch, n, 16, s);
+        return cudaGetLastError() == cudaSuccess;
+      },
+      0.0);
+}
+
+void BM_empty(benchmark::State& st) {
+  time_graph(
+      st, 100,
+      [](int, cudaStream_t s) {
+        bb::empty_kernel(s);
+        return cudaGetLastError() == cudaSuccess;
+      },
+      0.0);
+}
+
+// ---- DDTree tree building --------------------------------------------------------------------
+
+void BM_ddtree(benchmark::State& st, int batch, int budget, int depth, int kk, bool masks) {
+  std::mt19937 rng(5);
+  std::vector<float> logp(std::size_t(batch) * depth * kk);
+  std::vector<int32_t> ids(logp.size()), roots(batch, 1);
+  for (int b = 0; b < batch; ++b)
+    for (int d = 0; d < depth; ++d) {
+      // A realistic drafter row: log-softmax of random logits, top-k sorted.
+      std::vector<float> row(kk);
+      for (auto& v : row) v = std::normal_distribution<float>(0.0f, 2.0f)(rng);
+      std::sort(row.rbegin(), row.rend());
+      const float m = row[0];
+      double z = 0.0;
+      for (float v : row) z += std::exp(v - m);
+      for (int r = 0; r < kk; ++r) {
+        logp[(std::size_t(b) * depth + d) * kk + r] = row[r] - m - static_cast<float>(std::log(z));
+        ids[(std::size_t(b) * depth + d) * kk + r] = static_cast<int32_t>(rng() % kVocab);
+      }
+    }
+  const int n = budget + 1, W = (n + 31) / 32;
+  DevMem dl(logp.size() * 4), di(ids.size() * 4), dr(batch * 4), cnt(batch * 4),
+      par(std::size_t(batch) * n * 4), dep(par.p ? std::size_t(batch) * n * 4 : 0),
+      tok(std::size_t(batch) * n * 4), fc(std::size_t(batch) * n * 4),
+      ns(std::size_t(batch) * n * 4), pos(std::size_t(batch) * n * 4),
+      mask(std::size_t(batch) * n * n), packed(std::size_t(batch) * n * W * 4);
+  upload(dl, logp);
+  upload(di, ids);
+  upload(dr, roots);
+  k::DdtreeOutputs o{cnt.as<int32_t>(), par.as<int32_t>(), dep.as<int32_t>(), tok.as<int32_t>(),
+                     fc.as<int32_t>(),  ns.as<int32_t>(),  pos.as<int32_t>(), nullptr,
+                     masks ? mask.as<uint8_t>() : nullptr,
+                     masks ? packed.as<uint32_t>() : nullptr};
+  cudaDeviceSynchronize();
+  time_graph(
+      st, 20,
+      [&](int, cudaStream_t s) {
+        return k::build_ddtree(dl.as<float>(), di.as<int32_t>(), dr.as<int32_t>(), nullptr, batch,
+                               depth, kk, budget, o, s)
+            .is_ok();
+      },
+      0.0);
+}
+
+// ---- sampling verification --------------------------------------------------------------------
+
+void BM_tree_sampling(benchmark::State& st, int batch, int n, bool cold) {
+  const int64_t rows = int64_t(batch) * n;
+  const std::size_t bytes = rows * kVocab * 4;
+  const int R = rotation(bytes, cold);
+  const Trees t = make_trees(batch, n, 3);
+  DevMem par(rows * 4), tok(rows * 4), plant(rows * 4), path(rows * 4), acc(batch * 4),
+      bon(batch * 4);
+  upload(par, t.parents);
+  upload(tok, t.tokens);
+  upload(plant, t.plant);
+  std::vector<std::unique_ptr<DevMem>> probs;
+  for (int r = 0; r < R; ++r) {
+    probs.push_back(std::make_unique<DevMem>(bytes));
+    if (!probs.back()->p) return st.SkipWithError("out of device memory");
+    bb::fill_random_f32(probs.back()->as<float>(), rows * kVocab, 3 + r, nullptr);
+    bb::plant_f32(probs.back()->as<float>(), rows, kVocab, plant.as<int32_t>(), nullptr);
+  }
+  const std::size_t wsb = k::verify_sampling_workspace_bytes(batch, n, kVocab);
+  DevMem ws(wsb);
+  (void)k::clear_workspace(ws.p, wsb, nullptr);
+  cudaDeviceSynchronize();
+  time_graph(
+      st, cold ? R : 20,
+      [&](int i, cudaStream_t s) {
+        return k::verify_tree_sampling(probs[i % R]->as<float>(), par.as<int32_t>(),
+                                       tok.as<int32_t>(), batch, n, kVocab,
+                                       k::PhiloxArgs{1, uint64_t(i)}, nullptr, path.as<int32_t>(),
+                                       acc.as<int32_t>(), bon.as<int32_t>(), ws.p, wsb, s)
+            .is_ok();
+      },
+      static_cast<double>(bytes));
+}
+
+void BM_chain_sampling(benchmark::State& st, int batch, int kk, bool cold) {
+  const std::size_t tb = std::size_t(batch) * (kk + 1) * kVocab * 4,
+                    db = std::size_t(batch) * kk * kVocab * 4;
+  const int R = rotation(tb + db, cold);
+  std::vector<std::unique_ptr<DevMem>> tp, dp;
+  for (int r = 0; r < R; ++r) {
+    tp.push_back(std::make_unique<DevMem>(tb));
+    dp.push_back(std::make_unique<DevMem>(db));
+    if (!tp.back()->p || !dp.back()->p) return st.SkipWithError("out of device memory");
+    bb::fill_random_f32(tp.back()->as<float>(), tb / 4, 7 + r, nullptr);
+    bb::fill_random_f32(dp.back()->as<float>(), db / 4, 70 + r, nullptr);
+  }
+  std::vector<int32_t> drafts(std::size_t(batch) * kk, 5);
+  DevMem dd(drafts.size() * 4), out(std::size_t(batch) * (kk + 1) * 4), acc(batch * 4);
+  upload(dd, drafts);
+  const std::size_t wsb = k::verify_sampling_workspace_bytes(batch, kk + 1, kVocab);
+  DevMem ws(wsb);
+  (void)k::clear_workspace(ws.p, wsb, nullptr);
+  cudaDeviceSynchronize();
+  time_graph(
+      st, cold ? R : 20,
+      [&](int i, cudaStream_t s) {
+        return k::verify_chain_sampling(dp[i % R]->as<float>(), dd.as<int32_t>(),
+                                        tp[i % R]->as<float>(), batch, kk, kVocab,
+                                        k::PhiloxArgs{1, uint64_t(i)}, out.as<int32_t>(),
+                                        acc.as<int32_t>(), ws.p, wsb, s)
+            .is_ok();
+      },
+      static_cast<double>(tb + db));
+}
+
+void BM_copy(benchmark::State& st) {
+  const std::size_t bytes = std::size_t(1) << 31;
+  DevMem a(bytes), b(bytes);
+  if (!a.p || !b.p) return st.SkipWithError("out of device memory");
+  cudaMemset(a.p, 1, bytes);
+  time_graph(
+      st, 4,
+      [&](int, cudaStream_t s) {
+        return cudaMemcpyAsync(b.p, a.p, bytes, cudaMemcpyDeviceToDevice, s) == cudaSuccess;
+      },
+      2.0 * bytes);
+}
+
+double measure_copy_Bps() {
+  const std::size_t bytes = std::size_t(1) << 31;
+  DevMem a(bytes), b(bytes);
+  if (!a.p || !b.p) return 0.0;
+  cudaMemset(a.p, 1, bytes);
+  cudaEvent_t e0, e1;
+  cudaEventCreate(&e0);
+  cudaEventCreate(&e1);
+  std::vector<float> t;
+  for (int i = 0; i < 12; ++i) {
+    cudaEventRecord(e0);
+    cudaMemcpyAsync(b.p, a.p, bytes, cudaMemcpyDeviceToDevice);
+    cudaEventRecord(e1);
+    cudaEventSynchronize(e1);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, e0, e1);
+    if (i >= 2) t.push_back(ms);
+  }
+  std::sort(t.begin(), t.end());
+  return 2.0 * bytes / (t[t.size() / 2] / 1e3);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  int dev_count = 0;
+  if (cudaGetDeviceCount(&dev_count) != cudaSuccess || dev_count == 0 ||
+      !k::compiled_with_cuda()) {
+    std::printf("SKIPPED: no usable CUDA device (or built without CUDA)\n");
+    return 77;
+  }
+  cudaDeviceProp prop{};
+  cudaGetDeviceProperties(&prop, 0);
+  g_l2 = static_cast<std::size_t>(prop.l2CacheSize);
+  int driver = 0, runtime = 0;
+  cudaDriverGetVersion(&driver);
+  cudaRuntimeGetVersion(&runtime);
+  g_copy_Bps = measure_copy_Bps();
+  benchmark::AddCustomContext("gpu", prop.name);
+  benchmark::AddCustomContext("sm_count", std::to_string(prop.multiProcessorCount));
+  benchmark::AddCustomContext("l2_bytes", std::to_string(prop.l2CacheSize));
+  benchmark::AddCustomContext("cuda_driver_api", std::to_string(driver));
+  benchmark::AddCustomContext("cuda_runtime", std::to_string(runtime));
+  benchmark::AddCustomContext("copy_TBps_read_plus_write", std::to_string(g_copy_Bps / 1e12));
+
+  auto reg = [](const std::string& name, auto fn, int iters) {
+    benchmark::RegisterBenchmark(name.c_str(), fn)
+        ->UseManualTime()
+        ->Iterations(iters)
+        ->Unit(benchmark::kMicrosecond);
+  };
+  reg("copy_d2d/2GiB", BM_copy, 10);
+  reg("empty_kernel/graph", BM_empty, 50);
+  const std::pair<int, int> shapes[] = {{1, 8}, {1, 16}, {1, 64}, {8, 16}, {16, 64}, {64, 64}, {256, 64}};
+  for (auto [b, n] : shapes) {
+    const std::string sz = "/B" + std::to_string(b) + "xN" + std::to_string(n);
+    const bool small = int64_t(b) * n * kVocab * 2 < (40 << 20);
+    reg("fused_greedy_bf16" + sz + "/cold", [=](benchmark::State& s) { BM_fused_greedy(s, b, n, true, false); }, 20);
+    if (small) reg("fused_greedy_bf16" + sz + "/warm", [=](benchmark::State& s) { BM_fused_greedy(s, b, n, false, false); }, 50);
+    reg("deployed_greedy" + sz + "/cold", [=](benchmark::State& s) { BM_deployed_greedy(s, b, n, true); }, 10);
+  }
+  reg("fused_greedy_fp32/B64xN64/cold", [](benchmark::State& s) { BM_fused_greedy(s, 64, 64, true, true); }, 20);
+  for (auto [b, n] : {std::pair{1, 8}, {8, 16}, {64, 64}, {256, 64}}) {
+    const std::string sz = "/B" + std::to_string(b) + "xN" + std::to_string(n);
+    reg("walk_ours" + sz, [=](benchmark::State& s) { BM_walk(s, b, n, true); }, 50);
+    reg("walk_one_thread" + sz, [=](benchmark::State& s) { BM_walk(s, b, n, false); }, 50);
+  }
+  for (int b : {1, 64})
+    for (int budget : {16, 64, 256, 1024}) {
+      const int kk = std::min(budget, 64);
+      const std::string sz = "/B" + std::to_string(b) + "/budget" + std::to_string(budget) +
+                             "/depth16/k" + std::to_string(kk);
+      reg("ddtree_build" + sz + "/masks", [=](benchmark::State& s) { BM_ddtree(s, b, budget, 16, kk, true); }, 30);
+      if (budget == 64)
+        reg("ddtree_build" + sz + "/no_masks", [=](benchmark::State& s) { BM_ddtree(s, b, budget, 16, kk, false); }, 30);
+    }
+  for (auto [b, n] : {std::pair{1, 8}, {8, 16}, {64, 16}, {64, 64}}) {
+    const std::string sz = "/B" + std::to_string(b) + "xN" + std::to_string(n);
+    reg("tree_sampling_fp32" + sz + "/cold", [=](benchmark::State& s) { BM_tree_sampling(s, b, n, true); }, 20);
+  }
+  for (auto [b, kk] : {std::pair{1, 7}, {8, 15}, {64, 7}}) {
+    const std::string sz = "/B" + std::to_string(b) + "xK" + std::to_string(kk);
+    reg("chain_sampling_fp32" + sz + "/cold", [=](benchmark::State& s) { BM_chain_sampling(s, b, kk, true); }, 20);
+  }
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

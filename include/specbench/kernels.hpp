@@ -1,0 +1,193 @@
+#pragma once
+/// \file kernels.hpp
+/// CUDA kernels for speculative decoding: greedy and sampling verification of draft chains and
+/// draft trees, and DDTree tree building under a node budget. Every launcher takes raw device
+/// pointers, sizes and a stream, checks the shapes first, launches, checks the launch error and
+/// returns a Status; none throws or exits. Built without CUDA, every launcher returns
+/// StatusCode::not_compiled with a remedy. The CPU references that define the exact answers are
+/// in draft_tree.hpp, sglang_layout.hpp and sampling_reference.hpp; docs/kernels.md has the
+/// design, the tie and NaN rules and measured times.
+///
+/// Conventions shared by all launchers:
+/// - Node 0 of every request's tree is the root (the last committed token); nodes 1.. are drafts.
+/// - `accept_path` rows hold local node ids from the root (path[0] = 0), padded with -1;
+///   `accepted` counts accepted drafts (the root and the bonus token excluded), so the tokens
+///   committed this step are accepted + 1.
+/// - Parent-array trees: parents[b, 0] is ignored; a node whose parent is outside [0, nodes) is
+///   never accepted. Among children of one node the lowest index is tried first (the sibling
+///   order of DraftTree), so duplicate sibling tokens resolve to the lowest index.
+
+#include "specbench/status.hpp"
+
+#include <cstddef>
+#include <cstdint>
+
+/// CUDA's stream type (`cudaStream_t` is `CUstream_st*`), declared here so that this header needs
+/// no CUDA header. Pass nullptr for the default stream.
+struct CUstream_st;
+
+namespace specbench::kernels {
+
+/// A CUDA stream; nullptr is the legacy default stream.
+using Stream = CUstream_st*;
+
+/// Element type of a logits tensor.
+enum class LogitsDtype {
+  bf16, ///< bfloat16, as the LM head writes it
+  fp32, ///< float32, as SGLang's LogitsProcessor up-casts it
+};
+
+/// True when this binary contains the CUDA kernels (false: every launcher says not_compiled).
+bool compiled_with_cuda() noexcept;
+
+// ---------------------------------------------------------------------------------------------
+// Greedy verification from target tokens (the target's argmax is already known).
+// ---------------------------------------------------------------------------------------------
+
+/// Chain greedy verification (DFlash): accept the longest prefix of `drafts` that equals the
+/// target's tokens, then emit the target's token after it as the bonus token. One warp per
+/// request. Same answers as verify_chain_reference.
+Status verify_chain_greedy(const int32_t* drafts,        // [batch, k] int32
+                           const int32_t* target_tokens, // [batch, k + 1] int32
+                           int batch, int k,
+                           int32_t* accepted, // [batch] int32 out: drafts accepted (0..k)
+                           int32_t* bonus,    // [batch] int32 out: target token after them
+                           Stream stream);
+
+/// Tree greedy verification, parent-array layout: from the root, move to the lowest-index child
+/// whose token equals the target's token at the current node, until none does. Same answers as
+/// verify_tree_reference on the tree those parents describe.
+Status verify_tree_greedy(const int32_t* parents,       // [batch, nodes] int32, parents[b,0] unused
+                          const int32_t* tokens,        // [batch, nodes] int32, draft token per node
+                          const int32_t* target_tokens, // [batch, nodes] int32, target token per node
+                          int batch, int nodes,
+                          int32_t* accept_path, // [batch, nodes] int32 out, -1 padded
+                          int32_t* accepted,    // [batch] int32 out
+                          int32_t* bonus,       // [batch] int32 out
+                          Stream stream);
+
+/// Tree greedy verification with SGLang's buffers (`verify_tree_greedy` of sgl-kernel, the same
+/// int64 inputs and int32 outputs, global node id = b * nodes + i as `retrive_index` holds it).
+/// For every node on the accepted path `predicts[global id]` receives the target token there;
+/// `accept_index[b, 0..accepted]` the global ids of the path (rest set to -1);
+/// `accept_token_num[b]` the drafts accepted. At most steps - 1 drafts are accepted.
+Status verify_tree_greedy_sglang(int32_t* predicts,                    // [batch * nodes] int32 out
+                                 int32_t* accept_index,                // [batch, steps] int32 out
+                                 int32_t* accept_token_num,            // [batch] int32 out
+                                 const int64_t* candidates,            // [batch, nodes] int64
+                                 const int64_t* retrive_index,         // [batch, nodes] int64
+                                 const int64_t* retrive_next_token,    // [batch, nodes] int64
+                                 const int64_t* retrive_next_sibling,  // [batch, nodes] int64
+                                 const int64_t* target_predict,        // [batch * nodes] int64
+                                 int batch, int nodes, int steps, Stream stream);
+
+// ---------------------------------------------------------------------------------------------
+// Fused greedy verification from logits: argmax of every node and the walk, one pass.
+// ---------------------------------------------------------------------------------------------
+
+/// Bytes of device workspace verify_greedy_fused needs for these sizes.
+std::size_t verify_greedy_fused_workspace_bytes(int batch, int nodes, int64_t vocab) noexcept;
+
+/// Greedy verification straight from the target's logits. The vocabulary of every node is split
+/// across thread blocks so that small batches fill the GPU; the last block of each request
+/// reduces the partial maxima and walks the tree. The argmax follows torch.argmax: the first
+/// maximum wins ties, a NaN counts as larger than every number (the first NaN wins), -0 equals
+/// +0. `parents` == nullptr means a chain (parent of node i is i - 1, DFlash). `workspace` must
+/// hold verify_greedy_fused_workspace_bytes and be zeroed once before the first call
+/// (clear_workspace); the kernel leaves it zeroed again, so it can be reused and graph-captured.
+Status verify_greedy_fused(const void* logits,     // [batch, nodes, vocab] bf16 or fp32
+                           LogitsDtype dtype,
+                           const int32_t* parents, // [batch, nodes] int32, or nullptr for chains
+                           const int32_t* tokens,  // [batch, nodes] int32, draft token per node
+                           int batch, int nodes, int64_t vocab,
+                           int32_t* target_tokens, // [batch, nodes] int32 out (argmax), optional
+                           int32_t* accept_path,   // [batch, nodes] int32 out, -1 padded
+                           int32_t* accepted,      // [batch] int32 out
+                           int32_t* bonus,         // [batch] int32 out
+                           void* workspace, std::size_t workspace_bytes, Stream stream);
+
+/// Zero `bytes` of device memory on `stream` (the one-time preparation of a workspace).
+Status clear_workspace(void* workspace, std::size_t bytes, Stream stream);
+
+// ---------------------------------------------------------------------------------------------
+// Sampling verification (temperature > 0), lossless, Philox random numbers.
+// ---------------------------------------------------------------------------------------------
+
+/// Where the Philox seed and offset come from. A call draws counters (offset, row, tag) under
+/// key seed, so advance `offset` by one per call. With `device_seed_offset` set, the kernel reads
+/// {seed, offset} from that device buffer instead, so a captured CUDA graph can be replayed with
+/// new random numbers by updating the buffer.
+struct PhiloxArgs {
+  uint64_t seed = 0;   ///< Philox key
+  uint64_t offset = 0; ///< Philox counter offset for this call
+  const uint64_t* device_seed_offset = nullptr; ///< [2] uint64 on the device, optional
+};
+
+/// Bytes of device workspace the sampling verifiers need for `rows` rows per request.
+std::size_t verify_sampling_workspace_bytes(int batch, int rows, int64_t vocab) noexcept;
+
+/// Tree speculative sampling, target-only (DDTree, SGLang with thresholds 1): every node draws
+/// the target's own token from `target_probs` by inverse CDF with coin u(seed, offset, b * nodes
+/// + i, tag 0); the walk then follows children whose token equals the draw, and the draw at the
+/// last accepted node is the bonus token. Each committed token is the target's sample, so the
+/// output distribution is the target's. Probabilities need not be normalised; zero-probability
+/// tokens are never drawn. Workspace: verify_sampling_workspace_bytes(batch, nodes, vocab),
+/// zeroed once.
+Status verify_tree_sampling(const float* target_probs, // [batch, nodes, vocab] fp32
+                            const int32_t* parents,    // [batch, nodes] int32, or nullptr (chain)
+                            const int32_t* tokens,     // [batch, nodes] int32
+                            int batch, int nodes, int64_t vocab, PhiloxArgs rng,
+                            int32_t* target_tokens, // [batch, nodes] int32 out (draws), optional
+                            int32_t* accept_path,   // [batch, nodes] int32 out, -1 padded
+                            int32_t* accepted,      // [batch] int32 out
+                            int32_t* bonus,         // [batch] int32 out
+                            void* workspace, std::size_t workspace_bytes, Stream stream);
+
+/// Chain speculative sampling (Leviathan et al.): draft i is accepted when u_i * q_i(d_i) <
+/// p_i(d_i) with u_i = u(seed, offset, b * (k + 1) + i, tag 1); at the first rejection the token
+/// is drawn from max(p - q, 0) (from p when that is all zero), after k acceptances from p_k, each
+/// with coin u(seed, offset, b * (k + 1) + i, tag 0). All k + 1 rows are read once.
+/// Workspace: verify_sampling_workspace_bytes(batch, k + 1, vocab), zeroed once.
+Status verify_chain_sampling(const float* draft_probs,    // [batch, k, vocab] fp32
+                             const int32_t* draft_tokens, // [batch, k] int32
+                             const float* target_probs,   // [batch, k + 1, vocab] fp32
+                             int batch, int k, int64_t vocab, PhiloxArgs rng,
+                             int32_t* output_tokens, // [batch, k + 1] int32 out, -1 padded
+                             int32_t* accepted,      // [batch] int32 out: drafts accepted
+                             void* workspace, std::size_t workspace_bytes, Stream stream);
+
+// ---------------------------------------------------------------------------------------------
+// DDTree tree building.
+// ---------------------------------------------------------------------------------------------
+
+/// Output buffers of build_ddtree; n = budget + 1 nodes per request. Every pointer may be null
+/// (that output is skipped). Nodes the drafter cannot fill (only -inf paths left) are padding:
+/// parents/depths/tokens/positions/first_child/next_sibling -1, scores -inf, and their mask rows
+/// see only themselves.
+struct DdtreeOutputs {
+  int32_t* node_count = nullptr;   ///< [batch] int32: nodes built incl. the root (<= budget + 1)
+  int32_t* parents = nullptr;      ///< [batch, n] int32, parents[b,0] = -1
+  int32_t* depths = nullptr;       ///< [batch, n] int32
+  int32_t* tokens = nullptr;       ///< [batch, n] int32, tokens[b,0] = root token
+  int32_t* first_child = nullptr;  ///< [batch, n] int32
+  int32_t* next_sibling = nullptr; ///< [batch, n] int32
+  int32_t* positions = nullptr;    ///< [batch, n] int32: seq_lens[b] + depth
+  float* scores = nullptr;         ///< [batch, n] fp32: summed log-probabilities
+  uint8_t* mask = nullptr;         ///< [batch, n, n] bool: 1 when column j is row i or its ancestor
+  uint32_t* mask_packed = nullptr; ///< [batch, n, ceil(n/32)] uint32: bit j%32 of word j/32
+};
+
+/// DDTree best-first tree building (the same tree as build_ddtree_reference, bit for bit,
+/// including ties and the order of nodes): from the drafter's top-k log-probabilities per
+/// position, select the `budget` best rank paths. One warp per request runs the best-first
+/// search over a frontier in shared memory; the whole block then writes the outputs. Inputs must
+/// be finite or -inf (a NaN has no defined place in the reference's order); each row sorted
+/// descending, as top-k returns it. 0 <= budget <= 1024.
+Status build_ddtree(const float* top_logp,     // [batch, depth, k] fp32
+                    const int32_t* top_ids,    // [batch, depth, k] int32
+                    const int32_t* root_tokens, // [batch] int32
+                    const int32_t* seq_lens,   // [batch] int32 (positions base), or nullptr = 0
+                    int batch, int depth, int k, int budget, const DdtreeOutputs& out,
+                    Stream stream);
+
+} // namespace specbench::kernels

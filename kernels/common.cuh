@@ -1,0 +1,91 @@
+#pragma once
+// Helpers shared by the kernel files: launch-error mapping, device properties (cached), the
+// order-preserving float key used by every argmax, and the per-request tree walk that all
+// parent-array verifiers share.
+
+#include "../src/kernels_ref/kernel_shapes.hpp"
+#include "specbench/kernels.hpp"
+
+#include <cstdint>
+#include <cuda_runtime.h>
+#include <string>
+
+namespace specbench::kernels::detail {
+
+inline Status cuda_status(cudaError_t err, const char* where, const char* call) {
+  if (err == cudaSuccess) return {};
+  return Status(StatusCode::cuda_error,
+                std::string(call) + " failed: " + cudaGetErrorName(err) + " (" +
+                    cudaGetErrorString(err) + ")",
+                "check that the pointers are device buffers of the documented sizes and that the "
+                "GPU is healthy (specbench preflight)",
+                where);
+}
+
+/// The launch error of the kernel just launched, as a Status.
+inline Status launch_status(const char* where) {
+  return cuda_status(cudaGetLastError(), where, "kernel launch");
+}
+
+/// Multiprocessors of the current device (cached per device; 132 on an H200).
+int sm_count();
+/// Opt-in shared memory per block of the current device, bytes.
+int max_smem_per_block();
+
+/// Order-preserving 32-bit key of a float: a < b  <=>  key(a) < key(b) for numbers; -0 and +0
+/// share a key; every NaN gets the largest key (torch.argmax treats NaN as the maximum).
+__device__ __forceinline__ uint32_t float_key(float f) {
+  if (f != f) return 0xFFFFFFFFu;
+  uint32_t u = __float_as_uint(f + 0.0f); // -0 + 0 = +0
+  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
+/// Packs (value key, index) so that the max of packed keys is the first maximum.
+__device__ __forceinline__ uint64_t pack_argmax(uint32_t key, uint32_t index) {
+  return (static_cast<uint64_t>(key) << 32) | static_cast<uint32_t>(~index);
+}
+__device__ __forceinline__ int32_t packed_index(uint64_t p) {
+  return static_cast<int32_t>(~static_cast<uint32_t>(p));
+}
+
+__device__ __forceinline__ uint64_t warp_max_u64(uint64_t v) {
+  for (int o = 16; o > 0; o >>= 1) {
+    const uint64_t w = __shfl_xor_sync(0xFFFFFFFFu, v, o);
+    v = w > v ? w : v;
+  }
+  return v;
+}
+
+/// Greedy walk of one request over a parent-array tree, run by a whole block. `parents_s`,
+/// `tokens_s` and `target_s` are [n] in shared memory (parents_s == nullptr: a chain);
+/// `first_s` is [n] int scratch. Writes the path, accepted count and bonus for request `b`.
+__device__ inline void block_walk_tree(const int32_t* parents_s, const int32_t* tokens_s,
+                                       const int32_t* target_s, int32_t* first_s, int n,
+                                       int32_t* accept_path, int32_t* accepted, int32_t* bonus,
+                                       int b) {
+  for (int i = threadIdx.x; i < n; i += blockDim.x) first_s[i] = 0x7FFFFFFF;
+  __syncthreads();
+  for (int i = 1 + threadIdx.x; i < n; i += blockDim.x) {
+    const int p = parents_s ? parents_s[i] : i - 1;
+    if (p >= 0 && p < n && p != i && tokens_s[i] == target_s[p]) atomicMin(&first_s[p], i);
+  }
+  __syncthreads();
+  __shared__ int path_len;
+  int32_t* path_row = accept_path + static_cast<int64_t>(b) * n;
+  if (threadIdx.x == 0) {
+    int cur = 0, len = 0;
+    path_row[0] = 0;
+    // A malformed parent array cannot make this loop run longer than n steps.
+    while (len + 1 < n && first_s[cur] != 0x7FFFFFFF) {
+      cur = first_s[cur];
+      path_row[++len] = cur;
+    }
+    accepted[b] = len;
+    bonus[b] = target_s[cur];
+    path_len = len;
+  }
+  __syncthreads();
+  for (int i = path_len + 1 + threadIdx.x; i < n; i += blockDim.x) path_row[i] = -1;
+}
+
+} // namespace specbench::kernels::detail

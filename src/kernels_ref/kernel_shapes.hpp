@@ -1,0 +1,53 @@
+#pragma once
+// Shape checks and workspace layouts shared by the CUDA launchers (kernels/*.cu) and the
+// "not compiled" stand-ins, so both builds agree on sizes. Internal to specbench_kernels.
+
+#include "specbench/kernels.hpp"
+
+#include <cstddef>
+#include <cstdint>
+
+namespace specbench::kernels::detail {
+
+/// Vocabulary elements per split granule of the fused greedy pass (256 threads x 8 bf16).
+inline constexpr int64_t kGreedyGranule = 2048;
+/// Most vocabulary splits per row of the fused greedy pass.
+inline constexpr int kGreedyMaxSplits = 64;
+/// Elements per segment of the sampling passes (one warp: 32 lanes x 8 float4).
+inline constexpr int64_t kSamplingSegment = 1024;
+/// Largest DDTree budget the tree-building kernel supports.
+inline constexpr int kMaxDdtreeBudget = 1024;
+/// Alignment of every workspace region.
+inline constexpr std::size_t kWorkspaceAlign = 256;
+
+inline std::size_t align_up(std::size_t x, std::size_t a) { return (x + a - 1) / a * a; }
+
+/// Most splits a row of `vocab` elements can be cut into by the fused greedy pass.
+int greedy_max_splits(int64_t vocab) noexcept;
+/// Segments per row of the sampling passes.
+int64_t sampling_segments(int64_t vocab) noexcept;
+
+/// Shape checks: ok, or invalid_argument saying which argument is wrong and how to fix it.
+Status check_chain_greedy(const void* drafts, const void* target, int batch, int k,
+                          const void* accepted, const void* bonus);
+Status check_tree_greedy(const void* parents, const void* tokens, const void* target, int batch,
+                         int nodes, const void* path, const void* accepted, const void* bonus);
+Status check_sglang(const void* predicts, const void* accept_index, const void* accept_num,
+                    const void* candidates, const void* retrive_index, const void* next_token,
+                    const void* next_sibling, const void* target_predict, int batch, int nodes,
+                    int steps);
+Status check_fused(const void* logits, const void* tokens, int batch, int nodes, int64_t vocab,
+                   const void* path, const void* accepted, const void* bonus,
+                   const void* workspace, std::size_t workspace_bytes, std::size_t needed,
+                   const char* where);
+Status check_chain_sampling(const void* draft_probs, const void* draft_tokens,
+                            const void* target_probs, int batch, int k, int64_t vocab,
+                            const void* output_tokens, const void* accepted,
+                            const void* workspace, std::size_t workspace_bytes);
+Status check_ddtree(const void* top_logp, const void* top_ids, const void* root_tokens,
+                    int batch, int depth, int k, int budget);
+
+/// The "built without CUDA" answer of launcher `where`.
+Status not_compiled(const char* where);
+
+} // namespace specbench::kernels::detail

@@ -1,0 +1,256 @@
+// CPU checks of the kernel references on the shared test vectors (run in CI without a GPU): the
+// walk the kernels compute equals verify_tree_reference, SGLang's layout gives the same path,
+// Philox matches its published known answers, the inverse-CDF draw and both sampling verifiers
+// keep the target distribution, and the launchers check shapes (and say "not compiled" without
+// CUDA).
+#include "specbench/detail/philox.hpp"
+#include "specbench/kernels.hpp"
+#include "specbench/sampling_reference.hpp"
+#include "specbench/sglang_layout.hpp"
+#include "test_vectors.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <numeric>
+
+using namespace specbench;
+using namespace specbench::testing;
+
+namespace {
+constexpr TreeShape kShapes[] = {TreeShape::chain, TreeShape::star, TreeShape::deep,
+                                 TreeShape::bushy, TreeShape::ddtree};
+constexpr int kSizes[] = {1, 2, 3, 8, 16, 33, 64, 65, 129, 257, 1025};
+} // namespace
+
+TEST(KernelReferences, FirstMatchWalkEqualsTreeReference) {
+  std::mt19937 rng(7);
+  for (TreeShape shape : kShapes)
+    for (int n : kSizes)
+      for (int rep = 0; rep < 5; ++rep) {
+        const DraftTree t = make_tree(rng, shape, n, 1000);
+        const auto target = make_targets(rng, t, 1000);
+        const Acceptance a = verify_tree_reference(t, target);
+        EXPECT_EQ(a.path, walk_by_first_match(t.parents, t.tokens, target))
+            << shape_name(shape) << " n=" << n;
+        EXPECT_EQ(a.bonus_token, target[a.path.back()]);
+        // Every accepted node's token is the target's token at its parent.
+        for (size_t i = 1; i < a.path.size(); ++i)
+          EXPECT_EQ(t.tokens[a.path[i]], target[t.parents[a.path[i]]]);
+      }
+}
+
+TEST(KernelReferences, ChainReferenceEqualsChainTree) {
+  std::mt19937 rng(8);
+  for (int k : {0, 1, 5, 31, 32, 33, 100}) {
+    std::vector<int32_t> drafts(k), target(k + 1);
+    for (int rep = 0; rep < 20; ++rep) {
+      for (auto& d : drafts) d = static_cast<int32_t>(rng() % 4);
+      for (auto& x : target) x = static_cast<int32_t>(rng() % 4);
+      const Acceptance a = verify_chain_reference(drafts, target);
+      const Acceptance b = verify_tree_reference(chain_as_tree(drafts, 0), target);
+      EXPECT_EQ(a.path, b.path);
+      EXPECT_EQ(a.bonus_token, b.bonus_token);
+    }
+  }
+}
+
+TEST(KernelReferences, SglangLayoutWalkEqualsParentWalk) {
+  std::mt19937 rng(9);
+  for (TreeShape shape : kShapes)
+    for (int n : {1, 8, 16, 64, 257}) {
+      const int batch = 3;
+      std::vector<DraftTree> trees;
+      std::vector<int64_t> predict(static_cast<size_t>(batch) * n);
+      std::vector<std::vector<int32_t>> targets;
+      for (int b = 0; b < batch; ++b) {
+        trees.push_back(make_tree(rng, shape, n, 500));
+        targets.push_back(make_targets(rng, trees.back(), 500));
+        for (int i = 0; i < n; ++i) predict[static_cast<size_t>(b) * n + i] = targets[b][i];
+      }
+      for (int steps : {1, 2, 4, n + 1}) {
+        for (int b = 0; b < batch; ++b) {
+          const Acceptance a = verify_tree_reference(trees[b], targets[b]);
+          const SglangAcceptance s =
+              verify_tree_greedy_sglang_reference(to_sglang_layout(trees[b], b), predict, steps);
+          const int expect = std::min<int>(a.accepted_drafts(), steps - 1);
+          ASSERT_EQ(s.accept_token_num, expect) << shape_name(shape) << " n=" << n;
+          for (int j = 0; j < steps; ++j)
+            EXPECT_EQ(s.accept_index[j], j <= expect ? b * n + a.path[j] : -1);
+          ASSERT_FALSE(s.predicts.empty());
+          EXPECT_EQ(s.predicts.back().first, b * n + a.path[expect]);
+          EXPECT_EQ(s.predicts.back().second, targets[b][a.path[expect]]);
+        }
+      }
+    }
+}
+
+TEST(KernelReferences, PhiloxKnownAnswers) {
+  // Known-answer vectors of Philox4x32-10 published with Random123 (kat_vectors).
+  using detail::Philox4;
+  const Philox4 z = detail::philox4x32_10(Philox4{{0, 0, 0, 0}}, 0, 0);
+  EXPECT_EQ(z.x[0], 0x6627e8d5u);
+  EXPECT_EQ(z.x[1], 0xe169c58du);
+  EXPECT_EQ(z.x[2], 0xbc57ac4cu);
+  EXPECT_EQ(z.x[3], 0x9b00dbd8u);
+  const Philox4 f = detail::philox4x32_10(
+      Philox4{{0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu}}, 0xffffffffu, 0xffffffffu);
+  EXPECT_EQ(f.x[0], 0x408f276du);
+  EXPECT_EQ(f.x[1], 0x41c83b0eu);
+  EXPECT_EQ(f.x[2], 0xa20bc7c6u);
+  EXPECT_EQ(f.x[3], 0x6d5451fdu);
+  const Philox4 p = detail::philox4x32_10(
+      Philox4{{0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u}}, 0xa4093822u, 0x299f31d0u);
+  EXPECT_EQ(p.x[0], 0xd16cfe09u);
+  EXPECT_EQ(p.x[1], 0x94fdccebu);
+  EXPECT_EQ(p.x[2], 0x5001e420u);
+  EXPECT_EQ(p.x[3], 0x24126ea1u);
+}
+
+TEST(KernelReferences, CoinsAreUniformAndDistinct) {
+  double sum = 0.0;
+  const int n = 20000;
+  for (int i = 0; i < n; ++i) {
+    const float u = sampling_coin(42, 7, static_cast<uint32_t>(i), kCoinDraw);
+    ASSERT_GE(u, 0.0f);
+    ASSERT_LT(u, 1.0f);
+    sum += u;
+  }
+  EXPECT_NEAR(sum / n, 0.5, 0.01);
+  EXPECT_NE(sampling_coin(42, 7, 3, kCoinDraw), sampling_coin(42, 8, 3, kCoinDraw));
+  EXPECT_NE(sampling_coin(42, 7, 3, kCoinDraw), sampling_coin(42, 7, 3, kCoinAccept));
+  EXPECT_EQ(sampling_coin(42, 7, 3, kCoinDraw), sampling_coin(42, 7, 3, kCoinDraw));
+}
+
+TEST(KernelReferences, InverseCdfDraw) {
+  const std::vector<float> w = {0.0f, 0.25f, 0.0f, 0.5f, 0.25f, -1.0f};
+  EXPECT_EQ(sample_inverse_cdf_reference(w, 0.0f), 1); // zero weights are never drawn
+  EXPECT_EQ(sample_inverse_cdf_reference(w, 0.2f), 1);
+  EXPECT_EQ(sample_inverse_cdf_reference(w, 0.25f), 3);
+  EXPECT_EQ(sample_inverse_cdf_reference(w, 0.9f), 4);
+  EXPECT_EQ(sample_inverse_cdf_reference(std::vector<float>{0.0f, 0.0f}, 0.5f), -1);
+  EXPECT_TRUE(inverse_cdf_draw_consistent(w, 0.2f, 1));
+  EXPECT_FALSE(inverse_cdf_draw_consistent(w, 0.2f, 3));
+  EXPECT_FALSE(inverse_cdf_draw_consistent(w, 0.2f, 2)); // zero weight
+  EXPECT_TRUE(inverse_cdf_draw_consistent(w, 0.25f, 1)); // boundary: either side is fine
+  EXPECT_TRUE(inverse_cdf_draw_consistent(w, 0.25f, 3));
+}
+
+namespace {
+// Chi-square statistic of observed counts against probabilities p (cells with p = 0 must be 0).
+double chi_square(const std::vector<int>& counts, const std::vector<double>& p, int total,
+                  bool* impossible) {
+  double chi = 0.0;
+  *impossible = false;
+  for (size_t i = 0; i < p.size(); ++i) {
+    if (p[i] == 0.0) {
+      if (counts[i] != 0) *impossible = true;
+      continue;
+    }
+    const double e = p[i] * total;
+    chi += (counts[i] - e) * (counts[i] - e) / e;
+  }
+  return chi;
+}
+} // namespace
+
+TEST(KernelReferences, ChainSamplingKeepsTargetDistribution) {
+  // Draft q and target p over 6 tokens; the first emitted token must follow p0, and the second
+  // (when the first draft was accepted) p1.
+  const int V = 6, k = 2;
+  const std::vector<float> q = {0.5f, 0.1f, 0.1f, 0.1f, 0.2f, 0.0f, 0.3f, 0.3f, 0.1f, 0.1f, 0.1f,
+                                0.1f};
+  const std::vector<float> p = {0.1f, 0.4f, 0.2f, 0.0f, 0.2f, 0.1f, 0.25f, 0.25f, 0.25f, 0.25f,
+                                0.0f, 0.0f, 0.5f, 0.5f, 0.0f, 0.0f, 0.0f, 0.0f};
+  std::vector<int> first(V, 0);
+  const int trials = 60000;
+  std::mt19937 rng(3);
+  std::discrete_distribution<int> draft0({0.5, 0.1, 0.1, 0.1, 0.2, 0.0});
+  std::discrete_distribution<int> draft1({0.3, 0.3, 0.1, 0.1, 0.1, 0.1});
+  for (int t = 0; t < trials; ++t) {
+    const std::vector<int32_t> drafts = {draft0(rng), draft1(rng)};
+    const ChainSamplingResult r =
+        verify_chain_sampling_reference(drafts, q, p, V, 1234, static_cast<uint64_t>(t), 0);
+    ASSERT_GE(r.output[0], 0);
+    ++first[r.output[0]];
+    EXPECT_GE(r.output[r.accepted], 0);
+    for (int j = 0; j < r.accepted; ++j) EXPECT_EQ(r.output[j], drafts[j]);
+    for (int j = r.accepted + 1; j <= k; ++j) EXPECT_EQ(r.output[j], -1);
+  }
+  bool impossible = false;
+  const double chi = chi_square(first, {0.1, 0.4, 0.2, 0.0, 0.2, 0.1}, trials, &impossible);
+  EXPECT_FALSE(impossible);
+  EXPECT_LT(chi, 20.5) << "chi-square with 4 degrees of freedom, p < 0.0005";
+}
+
+TEST(KernelReferences, TreeSamplingKeepsTargetDistribution) {
+  // Star tree with children tokens {1, 3}; the first committed token must follow the root row.
+  DraftTree t = chain_as_tree(std::vector<int32_t>{}, 0);
+  t.parents = {-1, 0, 0};
+  t.tokens = {0, 1, 3};
+  t.depths = {0, 1, 1};
+  t.scores = {0, 0, 0};
+  t.ranks = {-1, 0, 1};
+  t.first_child = {1, -1, -1};
+  t.next_sibling = {-1, 2, -1};
+  const int V = 5;
+  const std::vector<float> probs = {0.3f, 0.2f, 0.0f, 0.4f, 0.1f, // root row
+                                    0.2f, 0.2f, 0.2f, 0.2f, 0.2f, 0.2f, 0.2f, 0.2f, 0.2f, 0.2f};
+  std::vector<int> first(V, 0);
+  const int trials = 40000;
+  for (int s = 0; s < trials; ++s) {
+    const TreeSamplingResult r =
+        verify_tree_sampling_reference(t, probs, V, 99, static_cast<uint64_t>(s), 0);
+    const int tok = r.acceptance.accepted_drafts() > 0 ? t.tokens[r.acceptance.path[1]]
+                                                        : r.acceptance.bonus_token;
+    ++first[tok];
+  }
+  bool impossible = false;
+  const double chi = chi_square(first, {0.3, 0.2, 0.0, 0.4, 0.1}, trials, &impossible);
+  EXPECT_FALSE(impossible);
+  EXPECT_LT(chi, 20.5);
+}
+
+TEST(KernelLaunchers, RejectBadShapesBeforeTouchingTheGpu) {
+  using namespace specbench::kernels;
+  int32_t dummy = 0;
+  EXPECT_EQ(verify_chain_greedy(&dummy, &dummy, -1, 4, &dummy, &dummy, nullptr).code(),
+            StatusCode::invalid_argument);
+  EXPECT_EQ(verify_chain_greedy(&dummy, nullptr, 1, 4, &dummy, &dummy, nullptr).code(),
+            StatusCode::invalid_argument);
+  EXPECT_EQ(verify_tree_greedy(&dummy, &dummy, &dummy, 1, 0, &dummy, &dummy, &dummy, nullptr)
+                .code(),
+            StatusCode::invalid_argument);
+  EXPECT_EQ(verify_greedy_fused(&dummy, LogitsDtype::bf16, nullptr, &dummy, 1, 8, 0, nullptr,
+                                &dummy, &dummy, &dummy, &dummy, 1 << 20, nullptr)
+                .code(),
+            StatusCode::invalid_argument);
+  // Workspace too small.
+  const Status ws = verify_greedy_fused(&dummy, LogitsDtype::bf16, nullptr, &dummy, 4, 8, 151936,
+                                        nullptr, &dummy, &dummy, &dummy, &dummy, 16, nullptr);
+  EXPECT_EQ(ws.code(), StatusCode::invalid_argument);
+  EXPECT_NE(ws.remedy().find("workspace_bytes"), std::string::npos);
+  EXPECT_EQ(build_ddtree(nullptr, nullptr, &dummy, nullptr, 1, 4, 4, 2000, DdtreeOutputs{}, nullptr)
+                .code(),
+            StatusCode::invalid_argument);
+  EXPECT_EQ(verify_chain_sampling(nullptr, nullptr, nullptr, 1, 3, 100, PhiloxArgs{}, &dummy,
+                                  &dummy, &dummy, 1 << 20, nullptr)
+                .code(),
+            StatusCode::invalid_argument);
+  // Batch 0 is a valid no-op in every build.
+  EXPECT_TRUE(verify_chain_greedy(nullptr, nullptr, 0, 4, nullptr, nullptr, nullptr).is_ok());
+  EXPECT_GT(verify_greedy_fused_workspace_bytes(64, 64, 151936), 64u * 64u * 8u);
+  EXPECT_GT(verify_sampling_workspace_bytes(2, 9, 151936), 2u * 9u * 149u * 8u - 1u);
+}
+
+TEST(KernelLaunchers, SayNotCompiledWithoutCuda) {
+  using namespace specbench::kernels;
+  if (compiled_with_cuda()) GTEST_SKIP() << "CUDA build: the GPU tests exercise the launchers";
+  int32_t d[4] = {};
+  const Status s = verify_chain_greedy(d, d, 1, 1, d, d, nullptr);
+  EXPECT_EQ(s.code(), StatusCode::not_compiled);
+  EXPECT_FALSE(s.remedy().empty());
+  EXPECT_EQ(build_ddtree(nullptr, nullptr, d, nullptr, 1, 0, 0, 0, DdtreeOutputs{}, nullptr).code(),
+            StatusCode::not_compiled);
+}

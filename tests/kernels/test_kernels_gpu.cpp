@@ -1,0 +1,556 @@
+// The CUDA kernels against their CPU references on the shared test vectors: every output
+// compared element by element (outputs poisoned first, so unwritten elements show), many shapes
+// and trees (chains, stars, deep, DDTree trees, budgets 1..1024), ties, NaN and infinite logits,
+// and chi-square tests that the sampling verifiers keep the target distribution.
+#if SPECBENCH_HAVE_CUDA
+#include "specbench/kernels.hpp"
+#include "specbench/sampling_reference.hpp"
+#include "specbench/sglang_layout.hpp"
+#include "test_vectors.hpp"
+
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+using namespace specbench;
+using namespace specbench::testing;
+namespace k = specbench::kernels;
+
+namespace {
+
+#define CUDA_OK(x) ASSERT_EQ((x), cudaSuccess) << #x << ": " << cudaGetErrorString(x)
+#define STATUS_OK(x)                                                                               \
+  do {                                                                                             \
+    const ::specbench::Status s_ = (x);                                                            \
+    ASSERT_TRUE(s_.is_ok()) << s_.to_string();                                                     \
+  } while (0)
+
+template <class T> struct Dev {
+  T* p = nullptr;
+  size_t n = 0;
+  explicit Dev(size_t count) : n(count) {
+    if (cudaMalloc(&p, std::max<size_t>(1, n) * sizeof(T)) != cudaSuccess) p = nullptr;
+  }
+  explicit Dev(const std::vector<T>& v) : Dev(v.size()) { upload(v); }
+  ~Dev() { cudaFree(p); }
+  Dev(const Dev&) = delete;
+  Dev& operator=(const Dev&) = delete;
+  void upload(const std::vector<T>& v) {
+    cudaMemcpy(p, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice);
+  }
+  void poison() { cudaMemset(p, 0xA5, std::max<size_t>(1, n) * sizeof(T)); }
+  std::vector<T> get() const {
+    std::vector<T> v(n);
+    cudaMemcpy(v.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost);
+    return v;
+  }
+};
+
+struct Workspace {
+  void* p = nullptr;
+  size_t bytes = 0;
+  explicit Workspace(size_t b) : bytes(b) {
+    cudaMalloc(&p, std::max<size_t>(b, 16));
+    (void)k::clear_workspace(p, bytes, nullptr);
+  }
+  ~Workspace() { cudaFree(p); }
+};
+
+constexpr TreeShape kShapes[] = {TreeShape::chain, TreeShape::star, TreeShape::deep,
+                                 TreeShape::bushy, TreeShape::ddtree};
+
+uint16_t to_bf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return 0x7FC0;
+  u += 0x7FFFu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
+float from_bf16(uint16_t h) {
+  const uint32_t u = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+// torch.argmax semantics written plainly: first NaN if any, else first maximum.
+int32_t torch_argmax(const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    if (std::isnan(x[i])) return static_cast<int32_t>(i);
+  int64_t best = 0;
+  for (int64_t i = 1; i < n; ++i)
+    if (x[i] > x[best]) best = i;
+  return static_cast<int32_t>(best);
+}
+
+std::vector<int32_t> flatten(const std::vector<DraftTree>& trees, bool parents) {
+  std::vector<int32_t> v;
+  for (const auto& t : trees) {
+    const auto& src = parents ? t.parents : t.tokens;
+    v.insert(v.end(), src.begin(), src.end());
+  }
+  return v;
+}
+
+void expect_walk(const std::vector<DraftTree>& trees, const std::vector<int32_t>& targets,
+                 const std::vector<int32_t>& path, const std::vector<int32_t>& acc,
+                 const std::vector<int32_t>& bonus, const std::string& what) {
+  const int n = trees[0].size();
+  for (size_t b = 0; b < trees.size(); ++b) {
+    const Acceptance a = verify_tree_reference(
+        trees[b], std::span<const int32_t>(targets.data() + b * n, static_cast<size_t>(n)));
+    ASSERT_EQ(acc[b], a.accepted_drafts()) << what << " request " << b;
+    EXPECT_EQ(bonus[b], a.bonus_token) << what << " request " << b;
+    for (int i = 0; i < n; ++i)
+      EXPECT_EQ(path[b * n + i], i < a.acceptance_length() ? a.path[i] : -1)
+          << what << " request " << b << " slot " << i;
+  }
+}
+
+} // namespace
+
+TEST(KernelsGpu, ChainGreedyMatchesReference) {
+  std::mt19937 rng(11);
+  for (int kk : {0, 1, 5, 31, 32, 33, 100, 1000})
+    for (int batch : {1, 5, 64}) {
+      std::vector<int32_t> drafts(static_cast<size_t>(batch) * kk),
+          target(static_cast<size_t>(batch) * (kk + 1));
+      for (int b = 0; b < batch; ++b) {
+        const int agree = static_cast<int>(rng() % (kk + 1));
+        for (int i = 0; i <= kk; ++i) {
+          target[b * (kk + 1) + i] = static_cast<int32_t>(rng() % 1000);
+          if (i < kk) drafts[b * kk + i] = i < agree ? target[b * (kk + 1) + i] : rng() % 1000;
+        }
+      }
+      Dev<int32_t> d(drafts), t(target), acc(batch), bon(batch);
+      acc.poison();
+      bon.poison();
+      STATUS_OK(k::verify_chain_greedy(d.p, t.p, batch, kk, acc.p, bon.p, nullptr));
+      const auto A = acc.get(), B = bon.get();
+      for (int b = 0; b < batch; ++b) {
+        const Acceptance r = verify_chain_reference(
+            std::span<const int32_t>(drafts.data() + b * kk, kk),
+            std::span<const int32_t>(target.data() + b * (kk + 1), kk + 1));
+        EXPECT_EQ(A[b], r.accepted_drafts()) << "k=" << kk;
+        EXPECT_EQ(B[b], r.bonus_token) << "k=" << kk;
+      }
+    }
+}
+
+TEST(KernelsGpu, TreeGreedyAndSglangLayoutMatchReference) {
+  std::mt19937 rng(12);
+  for (TreeShape shape : kShapes)
+    for (int n : {1, 2, 8, 16, 64, 65, 257, 1025}) {
+      const int batch = 1 + static_cast<int>(rng() % 5);
+      std::vector<DraftTree> trees;
+      std::vector<int32_t> targets;
+      for (int b = 0; b < batch; ++b) {
+        trees.push_back(make_tree(rng, shape, n, 300));
+        const auto t = make_targets(rng, trees.back(), 300);
+        targets.insert(targets.end(), t.begin(), t.end());
+      }
+      const std::string what = std::string(shape_name(shape)) + " n=" + std::to_string(n);
+      Dev<int32_t> par(flatten(trees, true)), tok(flatten(trees, false)), tgt(targets);
+      Dev<int32_t> path(static_cast<size_t>(batch) * n), acc(batch), bon(batch);
+      path.poison();
+      acc.poison();
+      bon.poison();
+      STATUS_OK(k::verify_tree_greedy(par.p, tok.p, tgt.p, batch, n, path.p, acc.p, bon.p, nullptr));
+      expect_walk(trees, targets, path.get(), acc.get(), bon.get(), what);
+
+      // SGLang layout, int64 buffers, with a step limit.
+      std::vector<int64_t> cand, ridx, rnext, rsib, pred(targets.begin(), targets.end());
+      for (int b = 0; b < batch; ++b) {
+        const SglangTree s = to_sglang_layout(trees[b], b);
+        cand.insert(cand.end(), s.candidates.begin(), s.candidates.end());
+        ridx.insert(ridx.end(), s.retrive_index.begin(), s.retrive_index.end());
+        rnext.insert(rnext.end(), s.retrive_next_token.begin(), s.retrive_next_token.end());
+        rsib.insert(rsib.end(), s.retrive_next_sibling.begin(), s.retrive_next_sibling.end());
+      }
+      for (int steps : {1, 3, n + 1}) {
+        Dev<int64_t> dc(cand), di(ridx), dn(rnext), ds(rsib), dp(pred);
+        Dev<int32_t> predicts(static_cast<size_t>(batch) * n), aidx(static_cast<size_t>(batch) * steps),
+            anum(batch);
+        std::vector<int32_t> init(static_cast<size_t>(batch) * n, -7);
+        predicts.upload(init);
+        aidx.poison();
+        STATUS_OK(k::verify_tree_greedy_sglang(predicts.p, aidx.p, anum.p, dc.p, di.p, dn.p, ds.p,
+                                               dp.p, batch, n, steps, nullptr));
+        const auto P = predicts.get(), I = aidx.get(), N = anum.get();
+        for (int b = 0; b < batch; ++b) {
+          const SglangAcceptance r =
+              verify_tree_greedy_sglang_reference(to_sglang_layout(trees[b], b), pred, steps);
+          ASSERT_EQ(N[b], r.accept_token_num) << what << " steps " << steps;
+          for (int j = 0; j < steps; ++j) EXPECT_EQ(I[b * steps + j], r.accept_index[j]) << what;
+          for (const auto& [g, v] : r.predicts) init[g] = v;
+        }
+        EXPECT_EQ(P, init) << what << " steps " << steps;
+      }
+    }
+}
+
+namespace {
+enum class Special { none, ties, nan, inf, zeros };
+
+void run_fused(k::LogitsDtype dtype, int batch, int n, int64_t V, TreeShape shape, Special sp,
+               std::mt19937& rng, bool chain_null_parents) {
+  std::vector<DraftTree> trees;
+  std::vector<float> logits(static_cast<size_t>(batch) * n * V);
+  std::normal_distribution<float> g(0.0f, 3.0f);
+  for (auto& x : logits) x = g(rng);
+  for (int b = 0; b < batch; ++b) {
+    trees.push_back(make_tree(rng, chain_null_parents ? TreeShape::chain : shape, n,
+                              static_cast<int>(std::min<int64_t>(V, 1 << 30))));
+    const auto want = make_targets(rng, trees.back(), static_cast<int>(V));
+    for (int i = 0; i < n; ++i) {
+      float* row = logits.data() + (static_cast<size_t>(b) * n + i) * V;
+      row[want[i]] = 20.0f; // the planted maximum (exact in bf16)
+      switch (sp) {
+      case Special::ties: // an equal maximum later and sometimes earlier: the first must win
+        row[(want[i] + 1 + rng() % (V - 1)) % V] = 20.0f;
+        break;
+      case Special::nan:
+        if (rng() % 2) row[rng() % V] = NAN;
+        if (rng() % 3 == 0) row[rng() % V] = -NAN;
+        break;
+      case Special::inf:
+        if (rng() % 2) row[rng() % V] = INFINITY;
+        if (rng() % 2) row[rng() % V] = -INFINITY;
+        if (rng() % 4 == 0)
+          for (int64_t v = 0; v < V; ++v) row[v] = -INFINITY; // all -inf: index 0
+        break;
+      case Special::zeros: // +0 and -0 tie: the first wins
+        for (int64_t v = 0; v < V; ++v) row[v] = (v % 3 == 0) ? -0.0f : -1.0f;
+        if (rng() % 2) row[rng() % V] = 0.0f;
+        break;
+      default: break;
+      }
+    }
+  }
+  Dev<float> lf(logits.size());
+  Dev<uint16_t> lb(logits.size());
+  std::vector<float> seen(logits.size());
+  if (dtype == k::LogitsDtype::bf16) {
+    std::vector<uint16_t> h(logits.size());
+    for (size_t i = 0; i < h.size(); ++i) {
+      h[i] = to_bf16(logits[i]);
+      seen[i] = from_bf16(h[i]);
+    }
+    lb.upload(h);
+  } else {
+    seen = logits;
+    lf.upload(logits);
+  }
+  std::vector<int32_t> expect(static_cast<size_t>(batch) * n);
+  for (size_t r = 0; r < expect.size(); ++r) expect[r] = torch_argmax(seen.data() + r * V, V);
+  Dev<int32_t> par(flatten(trees, true)), tok(flatten(trees, false));
+  Dev<int32_t> tgt(expect.size()), path(expect.size()), acc(batch), bon(batch);
+  Workspace ws(k::verify_greedy_fused_workspace_bytes(batch, n, V));
+  const void* x = dtype == k::LogitsDtype::bf16 ? static_cast<const void*>(lb.p) : lf.p;
+  for (int rep = 0; rep < 2; ++rep) { // the second call checks the workspace was reset
+    tgt.poison();
+    path.poison();
+    acc.poison();
+    STATUS_OK(k::verify_greedy_fused(x, dtype, chain_null_parents ? nullptr : par.p, tok.p, batch, n,
+                                     V, tgt.p, path.p, acc.p, bon.p, ws.p, ws.bytes, nullptr));
+    CUDA_OK(cudaDeviceSynchronize());
+    const std::string what = std::string(dtype == k::LogitsDtype::bf16 ? "bf16" : "fp32") +
+                             " V=" + std::to_string(V) + " n=" + std::to_string(n) + " b=" +
+                             std::to_string(batch) + " special=" + std::to_string(int(sp));
+    ASSERT_EQ(tgt.get(), expect) << what;
+    expect_walk(trees, expect, path.get(), acc.get(), bon.get(), what);
+  }
+}
+} // namespace
+
+TEST(KernelsGpu, FusedGreedyMatchesTorchArgmaxAndWalk) {
+  std::mt19937 rng(13);
+  for (auto dtype : {k::LogitsDtype::bf16, k::LogitsDtype::fp32})
+    for (int64_t V : {int64_t{1}, int64_t{7}, int64_t{1000}, int64_t{1001}, int64_t{4099},
+                      int64_t{32000}, int64_t{151936}})
+      for (int n : {1, 8, 16, 64, 65})
+        for (int batch : {1, 3}) {
+          if (V * n * batch > 40'000'000) continue;
+          if (V < 2 && n > 1) continue;
+          run_fused(dtype, batch, n, V, kShapes[rng() % 5], Special::none, rng, false);
+        }
+  for (auto dtype : {k::LogitsDtype::bf16, k::LogitsDtype::fp32})
+    for (Special sp : {Special::ties, Special::nan, Special::inf, Special::zeros})
+      for (int64_t V : {int64_t{999}, int64_t{5000}, int64_t{151936}})
+        run_fused(dtype, 2, 9, V, TreeShape::bushy, sp, rng, false);
+  // Chains via parents == nullptr, and a large batch whose vocabulary is not split.
+  run_fused(k::LogitsDtype::bf16, 4, 16, 32000, TreeShape::chain, Special::none, rng, true);
+  run_fused(k::LogitsDtype::bf16, 64, 16, 4096, TreeShape::bushy, Special::ties, rng, false);
+  run_fused(k::LogitsDtype::fp32, 2, 257, 3000, TreeShape::ddtree, Special::none, rng, false);
+}
+
+namespace {
+std::vector<float> random_probs(std::mt19937& rng, int rows, int64_t V, bool sparse) {
+  std::vector<float> p(static_cast<size_t>(rows) * V);
+  std::uniform_real_distribution<float> u(0.0f, 1.0f);
+  for (int r = 0; r < rows; ++r) {
+    double s = 0.0;
+    float* row = p.data() + static_cast<size_t>(r) * V;
+    for (int64_t v = 0; v < V; ++v) {
+      const float x = u(rng);
+      row[v] = (sparse && rng() % 4 != 0) ? 0.0f : x * x * x;
+      s += row[v];
+    }
+    if (s == 0.0) row[rng() % V] = 1.0f, s = 1.0;
+    for (int64_t v = 0; v < V; ++v) row[v] = static_cast<float>(row[v] / s);
+  }
+  return p;
+}
+} // namespace
+
+TEST(KernelsGpu, TreeSamplingDrawsAreInverseCdfAndWalkIsExact) {
+  std::mt19937 rng(14);
+  for (int64_t V : {int64_t{5}, int64_t{1001}, int64_t{4096}, int64_t{151936}})
+    for (int n : {1, 8, 33})
+      for (bool use_dev_seed : {false, true}) {
+        const int batch = 2;
+        if (V * n * batch > 12'000'000) continue;
+        std::vector<DraftTree> trees;
+        for (int b = 0; b < batch; ++b)
+          trees.push_back(make_tree(rng, kShapes[rng() % 5], n, static_cast<int>(V)));
+        const auto probs = random_probs(rng, batch * n, V, rng() % 2 == 0);
+        // Plant children's tokens with high mass so that walks go deep.
+        Dev<float> dp(probs);
+        Dev<int32_t> par(flatten(trees, true)), tok(flatten(trees, false));
+        Dev<int32_t> draws(static_cast<size_t>(batch) * n), path(draws.n), acc(batch), bon(batch);
+        Workspace ws(k::verify_sampling_workspace_bytes(batch, n, V));
+        const uint64_t seed = 77, offset = 5 + rng() % 100;
+        Dev<uint64_t> so(std::vector<uint64_t>{seed, offset});
+        k::PhiloxArgs rngargs{use_dev_seed ? 0 : seed, use_dev_seed ? 0 : offset,
+                              use_dev_seed ? so.p : nullptr};
+        draws.poison();
+        path.poison();
+        STATUS_OK(k::verify_tree_sampling(dp.p, par.p, tok.p, batch, n, V, rngargs, draws.p,
+                                          path.p, acc.p, bon.p, ws.p, ws.bytes, nullptr));
+        const auto D = draws.get();
+        for (int r = 0; r < batch * n; ++r) {
+          const float u = sampling_coin(seed, offset, static_cast<uint32_t>(r), kCoinDraw);
+          EXPECT_TRUE(inverse_cdf_draw_consistent(
+              std::span<const float>(probs.data() + static_cast<size_t>(r) * V, V), u, D[r]))
+              << "V=" << V << " row " << r << " draw " << D[r];
+        }
+        expect_walk(trees, D, path.get(), acc.get(), bon.get(), "tree sampling V=" + std::to_string(V));
+      }
+}
+
+namespace {
+double chi_square(const std::vector<long>& counts, const std::vector<double>& p, long total,
+                  bool* impossible) {
+  double chi = 0.0;
+  *impossible = false;
+  for (size_t i = 0; i < p.size(); ++i) {
+    if (p[i] == 0.0) {
+      *impossible |= counts[i] != 0;
+      continue;
+    }
+    const double e = p[i] * total;
+    chi += (counts[i] - e) * (counts[i] - e) / e;
+  }
+  return chi;
+}
+} // namespace
+
+TEST(KernelsGpu, SamplingVerifiersKeepTheTargetDistribution) {
+  // 8 tokens with mass, spread over a 2048-token vocabulary (several segments); a star tree whose
+  // children carry three of them; the first committed token must follow the root's target row.
+  const int64_t V = 2048;
+  const std::vector<int> hot = {3, 100, 1023, 1024, 1500, 2000, 2047, 512};
+  const std::vector<double> mass = {0.05, 0.2, 0.1, 0.15, 0.05, 0.25, 0.1, 0.1};
+  std::vector<float> root(V, 0.0f);
+  for (size_t i = 0; i < hot.size(); ++i) root[hot[i]] = static_cast<float>(mass[i]);
+  const int batch = 512, n = 4, calls = 60;
+  DraftTree star = make_tree(*std::make_unique<std::mt19937>(1), TreeShape::star, n, 10);
+  star.tokens = {0, 100, 1024, 7}; // 7 has no target mass
+  std::vector<DraftTree> trees(batch, star);
+  std::vector<float> probs;
+  for (int b = 0; b < batch; ++b)
+    for (int i = 0; i < n; ++i) probs.insert(probs.end(), root.begin(), root.end());
+  Dev<float> dp(probs);
+  Dev<int32_t> par(flatten(trees, true)), tok(flatten(trees, false));
+  Dev<int32_t> path(static_cast<size_t>(batch) * n), acc(batch), bon(batch);
+  Workspace ws(k::verify_sampling_workspace_bytes(batch, n, V));
+  std::vector<long> tree_counts(V, 0);
+  for (int c = 0; c < calls; ++c) {
+    STATUS_OK(k::verify_tree_sampling(dp.p, par.p, tok.p, batch, n, V, k::PhiloxArgs{5, uint64_t(c)},
+                                      nullptr, path.p, acc.p, bon.p, ws.p, ws.bytes, nullptr));
+    const auto P = path.get(), A = acc.get(), B = bon.get();
+    for (int b = 0; b < batch; ++b) ++tree_counts[A[b] > 0 ? star.tokens[P[b * n + 1]] : B[b]];
+  }
+  std::vector<double> expect(V, 0.0);
+  for (size_t i = 0; i < hot.size(); ++i) expect[hot[i]] = mass[i];
+  bool impossible = false;
+  double chi = chi_square(tree_counts, expect, long(batch) * calls, &impossible);
+  EXPECT_FALSE(impossible);
+  EXPECT_LT(chi, 26.1) << "tree sampling: chi-square, 7 degrees of freedom, p < 0.0005";
+
+  // Chain: drafts drawn from q (host), 2 drafts per request; first emitted token ~ p0.
+  const int kk = 2;
+  std::vector<float> q(V, 0.0f);
+  const std::vector<int> qhot = {100, 1024, 7, 2000};
+  const std::vector<double> qmass = {0.4, 0.1, 0.3, 0.2};
+  for (size_t i = 0; i < qhot.size(); ++i) q[qhot[i]] = static_cast<float>(qmass[i]);
+  std::vector<float> dq, tp;
+  for (int b = 0; b < batch; ++b) {
+    for (int i = 0; i < kk; ++i) dq.insert(dq.end(), q.begin(), q.end());
+    for (int i = 0; i <= kk; ++i) tp.insert(tp.end(), root.begin(), root.end());
+  }
+  Dev<float> ddq(dq), dtp(tp);
+  Dev<int32_t> drafts(static_cast<size_t>(batch) * kk), out(static_cast<size_t>(batch) * (kk + 1)),
+      cacc(batch);
+  Workspace cws(k::verify_sampling_workspace_bytes(batch, kk + 1, V));
+  std::mt19937 rng(15);
+  std::discrete_distribution<int> qd(qmass.begin(), qmass.end());
+  std::vector<long> chain_counts(V, 0);
+  for (int c = 0; c < calls; ++c) {
+    std::vector<int32_t> dr(static_cast<size_t>(batch) * kk);
+    for (auto& d : dr) d = qhot[qd(rng)];
+    drafts.upload(dr);
+    out.poison();
+    STATUS_OK(k::verify_chain_sampling(ddq.p, drafts.p, dtp.p, batch, kk, V,
+                                       k::PhiloxArgs{9, uint64_t(c)}, out.p, cacc.p, cws.p,
+                                       cws.bytes, nullptr));
+    const auto O = out.get(), A = cacc.get();
+    for (int b = 0; b < batch; ++b) {
+      ASSERT_GE(O[b * (kk + 1)], 0);
+      ++chain_counts[O[b * (kk + 1)]];
+      // Exact agreement with the reference on acceptance; the draw is a valid inverse-CDF draw.
+      const ChainSamplingResult r = verify_chain_sampling_reference(
+          std::span<const int32_t>(dr.data() + b * kk, kk),
+          std::span<const float>(dq.data() + static_cast<size_t>(b) * kk * V, kk * V),
+          std::span<const float>(tp.data() + static_cast<size_t>(b) * (kk + 1) * V, (kk + 1) * V),
+          V, 9, uint64_t(c), b);
+      ASSERT_EQ(A[b], r.accepted);
+      for (int j = 0; j < r.accepted; ++j) EXPECT_EQ(O[b * (kk + 1) + j], r.output[j]);
+      EXPECT_TRUE(inverse_cdf_draw_consistent(r.residual, r.draw_coin, O[b * (kk + 1) + r.accepted]));
+      for (int j = r.accepted + 1; j <= kk; ++j) EXPECT_EQ(O[b * (kk + 1) + j], -1);
+    }
+  }
+  chi = chi_square(chain_counts, expect, long(batch) * calls, &impossible);
+  EXPECT_FALSE(impossible);
+  EXPECT_LT(chi, 26.1) << "chain sampling: chi-square, 7 degrees of freedom, p < 0.0005";
+}
+
+TEST(KernelsGpu, ChainSamplingMatchesReferenceOnRandomInputs) {
+  std::mt19937 rng(16);
+  for (int64_t V : {int64_t{3}, int64_t{1001}, int64_t{8192}, int64_t{151936}})
+    for (int kk : {0, 1, 4, 15}) {
+      const int batch = 3;
+      if (V * (kk + 1) * batch > 12'000'000) continue;
+      const auto tp = random_probs(rng, batch * (kk + 1), V, rng() % 2 == 0);
+      const auto dq = random_probs(rng, std::max(1, batch * kk), V, rng() % 2 == 0);
+      std::vector<int32_t> dr(static_cast<size_t>(batch) * kk);
+      for (auto& d : dr) d = static_cast<int32_t>(rng() % V);
+      // Make some drafts likely to pass: copy target mass onto the draft token.
+      Dev<float> dtp(tp), ddq(dq);
+      Dev<int32_t> drafts(dr), out(static_cast<size_t>(batch) * (kk + 1)), acc(batch);
+      Workspace ws(k::verify_sampling_workspace_bytes(batch, kk + 1, V));
+      out.poison();
+      STATUS_OK(k::verify_chain_sampling(ddq.p, drafts.p, dtp.p, batch, kk, V, k::PhiloxArgs{3, 4},
+                                         out.p, acc.p, ws.p, ws.bytes, nullptr));
+      const auto O = out.get(), A = acc.get();
+      for (int b = 0; b < batch; ++b) {
+        const ChainSamplingResult r = verify_chain_sampling_reference(
+            std::span<const int32_t>(dr.data() + b * kk, kk),
+            std::span<const float>(dq.data() + static_cast<size_t>(b) * kk * V, kk * V),
+            std::span<const float>(tp.data() + static_cast<size_t>(b) * (kk + 1) * V,
+                                   (kk + 1) * V),
+            V, 3, 4, b);
+        ASSERT_EQ(A[b], r.accepted) << "V=" << V << " k=" << kk;
+        for (int j = 0; j < r.accepted; ++j) EXPECT_EQ(O[b * (kk + 1) + j], dr[b * kk + j]);
+        EXPECT_TRUE(
+            inverse_cdf_draw_consistent(r.residual, r.draw_coin, O[b * (kk + 1) + r.accepted]))
+            << "V=" << V << " k=" << kk << " token " << O[b * (kk + 1) + r.accepted];
+      }
+    }
+}
+
+namespace {
+void run_ddtree(std::mt19937& rng, int batch, int depth, int kk, int budget, bool ties,
+                bool neg_inf, bool all_equal) {
+  std::vector<TopK> tables;
+  std::vector<float> logp;
+  std::vector<int32_t> ids, roots(batch), seq(batch);
+  for (int b = 0; b < batch; ++b) {
+    tables.push_back(random_topk(rng, depth, kk, ties, neg_inf));
+    if (all_equal) std::fill(tables.back().logp.begin(), tables.back().logp.end(), -0.5f);
+    logp.insert(logp.end(), tables.back().logp.begin(), tables.back().logp.end());
+    ids.insert(ids.end(), tables.back().ids.begin(), tables.back().ids.end());
+    roots[b] = static_cast<int32_t>(rng() % 1000);
+    seq[b] = static_cast<int32_t>(rng() % 5000);
+  }
+  const int n = budget + 1, W = (n + 31) / 32;
+  Dev<float> dl(logp), sc(static_cast<size_t>(batch) * n);
+  Dev<int32_t> di(ids), dr(roots), ds(seq), cnt(batch), par(sc.n), dep(sc.n), tok(sc.n), fc(sc.n),
+      ns(sc.n), pos(sc.n);
+  Dev<uint8_t> mask(static_cast<size_t>(batch) * n * n);
+  Dev<uint32_t> packed(static_cast<size_t>(batch) * n * W);
+  for (auto* d : {&par, &dep, &tok, &fc, &ns, &pos, &cnt}) d->poison();
+  sc.poison();
+  mask.poison();
+  packed.poison();
+  k::DdtreeOutputs o{cnt.p, par.p, dep.p, tok.p, fc.p, ns.p, pos.p, sc.p, mask.p, packed.p};
+  STATUS_OK(k::build_ddtree(dl.p, di.p, dr.p, ds.p, batch, depth, kk, budget, o, nullptr));
+  const auto C = cnt.get(), P = par.get(), D = dep.get(), T = tok.get(), F = fc.get(),
+             N = ns.get(), X = pos.get();
+  const auto S = sc.get();
+  const auto M = mask.get();
+  const auto Q = packed.get();
+  const std::string what = "depth " + std::to_string(depth) + " k " + std::to_string(kk) +
+                           " budget " + std::to_string(budget) + (ties ? " ties" : "") +
+                           (neg_inf ? " -inf" : "") + (all_equal ? " all-equal" : "");
+  for (int b = 0; b < batch; ++b) {
+    const DraftTree t = build_ddtree_reference(tables[b].logp, tables[b].ids, depth, kk, budget,
+                                               roots[b]);
+    const int c = t.size();
+    ASSERT_EQ(C[b], c) << what;
+    const auto anc = ancestor_mask(t);
+    const size_t o0 = static_cast<size_t>(b) * n;
+    for (int i = 0; i < n; ++i) {
+      const bool real = i < c;
+      ASSERT_EQ(P[o0 + i], real ? t.parents[i] : -1) << what << " node " << i;
+      ASSERT_EQ(D[o0 + i], real ? t.depths[i] : -1) << what << " node " << i;
+      ASSERT_EQ(T[o0 + i], real ? t.tokens[i] : -1) << what << " node " << i;
+      ASSERT_EQ(F[o0 + i], real ? t.first_child[i] : -1) << what << " node " << i;
+      ASSERT_EQ(N[o0 + i], real ? t.next_sibling[i] : -1) << what << " node " << i;
+      ASSERT_EQ(X[o0 + i], real ? seq[b] + t.depths[i] : -1) << what << " node " << i;
+      const float want = real ? t.scores[i] : -INFINITY;
+      ASSERT_EQ(std::memcmp(&S[o0 + i], &want, 4), 0)
+          << what << " node " << i << " score " << S[o0 + i] << " vs " << want;
+      for (int j = 0; j < n; ++j) {
+        const int expect = real ? (j < c ? anc[static_cast<size_t>(i) * c + j] : 0) : (i == j);
+        ASSERT_EQ(M[(o0 + i) * n + j], expect) << what << " mask " << i << "," << j;
+        ASSERT_EQ((Q[(o0 + i) * W + j / 32] >> (j % 32)) & 1u, static_cast<uint32_t>(expect))
+            << what << " packed " << i << "," << j;
+      }
+      for (int j = n; j < W * 32; ++j) ASSERT_EQ((Q[(o0 + i) * W + j / 32] >> (j % 32)) & 1u, 0u);
+    }
+  }
+}
+} // namespace
+
+TEST(KernelsGpu, DdtreeBuildMatchesReferenceBitForBit) {
+  std::mt19937 rng(17);
+  for (int budget : {0, 1, 2, 7, 15, 16, 31, 32, 63, 64, 127, 255, 512, 1024})
+    for (int depth : {1, 4, 16})
+      for (int kk : {1, 2, 8, 32}) {
+        if (budget > 256 && (kk == 1 || depth == 1)) continue; // covered below
+        run_ddtree(rng, 2, depth, kk, budget, rng() % 2 == 0, rng() % 3 == 0, false);
+      }
+  // Massive ties (every path of one depth ties), chains (k = 1), stars (depth 1), deep chains.
+  for (int budget : {5, 64, 300, 1024}) {
+    run_ddtree(rng, 2, 8, 8, budget, true, false, true);
+    run_ddtree(rng, 1, 1, std::min(budget + 5, 2000), budget, false, false, false);
+    run_ddtree(rng, 1, 1100, 1, budget, false, false, false);
+    run_ddtree(rng, 3, 16, 1024, budget, true, true, false);
+  }
+  run_ddtree(rng, 64, 16, 8, 64, true, false, false);
+}
+
+#endif // SPECBENCH_HAVE_CUDA
