@@ -1,0 +1,791 @@
+// The measuring client: libcurl multi, one thread, N concurrent streams. Every request ends as
+// exactly one RequestRecord, whatever the server does (timeouts, resets, broken JSON or SSE).
+#include "specbench/client.hpp"
+
+#include "client/simple_http.hpp"
+
+#include <curl/curl.h>
+#include <nlohmann/json.hpp>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <mutex>
+
+namespace specbench {
+namespace {
+
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+double secs(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+std::string excerpt(std::string_view s, size_t n) {
+  std::string e(s.substr(0, n));
+  for (char& c : e)
+    if (c == '\n' || c == '\r') c = ' ';
+  return e;
+}
+
+bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::optional<int64_t> get_int(const json& o, const char* key) {
+  auto it = o.find(key);
+  if (it == o.end() || !it->is_number()) return std::nullopt;
+  return static_cast<int64_t>(it->get<double>());
+}
+std::optional<double> get_num(const json& o, const char* key) {
+  auto it = o.find(key);
+  if (it == o.end() || !it->is_number()) return std::nullopt;
+  return it->get<double>();
+}
+template <class... K> std::optional<int64_t> first_int(const json& o, K... keys) {
+  std::optional<int64_t> v;
+  ((v = v ? v : get_int(o, keys)), ...);
+  return v;
+}
+
+// Reads SGLang meta_info: token counts and the speculative fields under any of their names.
+void absorb_meta_info(const json& m, RequestRecord& r) {
+  if (auto v = get_int(m, "prompt_tokens")) r.prompt_tokens = static_cast<int>(*v);
+  if (auto v = get_int(m, "completion_tokens")) r.output_tokens = static_cast<int>(*v);
+  if (auto fr = m.find("finish_reason"); fr != m.end() && !fr->is_null()) {
+    if (fr->is_object()) r.finish_reason = fr->value("type", std::string("?"));
+    else if (fr->is_string()) r.finish_reason = fr->get<std::string>();
+  }
+  auto& s = r.spec;
+  if (auto v = get_int(m, "spec_verify_ct")) s.verify_steps = v;
+  if (auto v = get_num(m, "spec_accept_length")) s.accept_length = v;
+  if (auto v = get_num(m, "spec_accept_rate")) s.accept_rate = v;
+  if (auto v = first_int(m, "spec_num_correct_drafts", "spec_accepted_drafts", "spec_accept_token_num"))
+    s.correct_drafts = v;
+  if (auto v = first_int(m, "spec_num_proposed_drafts", "spec_proposed_drafts", "spec_draft_token_num"))
+    s.proposed_drafts = v;
+  for (const char* key : {"spec_correct_drafts_histogram", "spec_accept_histogram"}) {
+    auto it = m.find(key);
+    if (it != m.end() && it->is_array()) {
+      s.accept_histogram.clear();
+      for (const auto& x : *it)
+        if (x.is_number()) s.accept_histogram.push_back(static_cast<int64_t>(x.get<double>()));
+      break;
+    }
+  }
+}
+
+// OpenAI usage + llama.cpp timings.
+void absorb_openai_extras(const json& j, RequestRecord& r) {
+  if (auto u = j.find("usage"); u != j.end() && u->is_object()) {
+    if (auto v = get_int(*u, "prompt_tokens")) r.prompt_tokens = static_cast<int>(*v);
+    if (auto v = get_int(*u, "completion_tokens")) r.output_tokens = static_cast<int>(*v);
+  }
+  if (auto t = j.find("timings"); t != j.end() && t->is_object()) {
+    if (auto v = get_int(*t, "draft_n")) r.spec.draft_n = v;
+    if (auto v = first_int(*t, "draft_n_accepted", "draft_accepted_n")) r.spec.draft_n_accepted = v;
+    if (r.prompt_tokens < 0)
+      if (auto v = get_int(*t, "prompt_n")) r.prompt_tokens = static_cast<int>(*v);
+    if (r.output_tokens < 0)
+      if (auto v = get_int(*t, "predicted_n")) r.output_tokens = static_cast<int>(*v);
+  }
+}
+
+std::string error_message_of(const std::string& body) {
+  json j = json::parse(body, nullptr, false);
+  if (j.is_object()) {
+    if (auto e = j.find("error"); e != j.end()) {
+      if (e->is_string()) return e->get<std::string>();
+      if (e->is_object() && e->contains("message") && (*e)["message"].is_string())
+        return (*e)["message"].get<std::string>();
+    }
+    for (const char* k : {"message", "detail"})
+      if (j.contains(k) && j[k].is_string()) return j[k].get<std::string>();
+  }
+  return excerpt(body, 200);
+}
+
+} // namespace
+
+const char* to_string(ErrorKind kind) noexcept {
+  switch (kind) {
+  case ErrorKind::none: return "none";
+  case ErrorKind::connect: return "connect";
+  case ErrorKind::timeout_connect: return "timeout_connect";
+  case ErrorKind::timeout_first_byte: return "timeout_first_byte";
+  case ErrorKind::timeout_total: return "timeout_total";
+  case ErrorKind::http_status: return "http_status";
+  case ErrorKind::context_overflow: return "context_overflow";
+  case ErrorKind::malformed: return "malformed";
+  case ErrorKind::body_too_large: return "body_too_large";
+  case ErrorKind::transport: return "transport";
+  case ErrorKind::incomplete: return "incomplete";
+  case ErrorKind::aborted: return "aborted";
+  }
+  return "?";
+}
+
+double RequestRecord::acceptance_length() const noexcept {
+  if (!spec.verify_steps || *spec.verify_steps <= 0 || output_tokens < 0) return -1;
+  return static_cast<double>(output_tokens) / static_cast<double>(*spec.verify_steps);
+}
+
+AcceptanceSummary summarize_acceptance(const std::vector<RequestRecord>& records) {
+  AcceptanceSummary s;
+  double sum_ratio = 0;
+  for (const auto& r : records) {
+    if (!r.ok || r.output_tokens < 0 || r.verify_steps() <= 0) continue;
+    ++s.requests;
+    s.output_tokens += r.output_tokens;
+    s.verify_steps += r.verify_steps();
+    sum_ratio += r.acceptance_length();
+  }
+  if (s.verify_steps > 0) {
+    s.acceptance_length = static_cast<double>(s.output_tokens) / s.verify_steps;
+    s.acceptance_length_unbiased = static_cast<double>(s.output_tokens - s.requests) / s.verify_steps;
+    s.mean_per_request = sum_ratio / s.requests;
+  }
+  return s;
+}
+
+bool is_context_overflow_message(int http_status, const std::string& body) {
+  if (http_status != 400 && http_status != 413 && http_status != 422 && http_status != 0)
+    return false;
+  const std::string b = lower(body);
+  static const char* needles[] = {
+      "longer than the model's context length",     // SGLang: input alone too long
+      "exceeds the model's maximum context length", // SGLang: input + max_new_tokens
+      "maximum context length",                     // vLLM / OpenAI
+      "exceeds the available context size",         // llama.cpp
+      "exceed_context_size_error",                  // llama.cpp error type
+      "context_length_exceeded",                    // OpenAI code
+      "exceeds max_model_len",                      // vLLM wording in some versions
+  };
+  for (const char* n : needles)
+    if (b.find(n) != std::string::npos) return true;
+  return false;
+}
+
+// ---------------------------------------------------------------------------------------------
+namespace {
+
+// State of one request in flight.
+struct Transfer {
+  const ClientOptions* opt = nullptr;
+  std::atomic<uint64_t>* bytes_counter = nullptr;
+  int64_t* live_tokens = nullptr;
+  CURL* easy = nullptr;
+  curl_slist* headers = nullptr;
+  std::string request_body;
+  RequestRecord rec;
+  Clock::time_point t_start, t_last_token, t_last_byte;
+  bool active = false;
+  bool got_first_byte = false;
+  bool is_sse = false;
+  std::string line;       // partial SSE line
+  std::string event_data; // data lines of the current SSE event
+  std::string body;       // non-SSE body, or an error body
+  int64_t last_completion = 0;
+  bool saw_done = false, saw_finish = false;
+  ErrorKind fail = ErrorKind::none;
+  std::string fail_msg;
+  char errbuf[CURL_ERROR_SIZE] = {0};
+
+  void set_fail(ErrorKind k, std::string msg) {
+    if (fail != ErrorKind::none) return;
+    fail = k;
+    fail_msg = std::move(msg);
+  }
+
+  void on_tokens(int k, Clock::time_point now) {
+    if (k <= 0) return;
+    if (rec.ttft_s < 0) rec.ttft_s = secs(t_start, now);
+    else rec.itls_s.push_back(secs(t_last_token, now));
+    rec.chunk_tokens.push_back(k);
+    t_last_token = now;
+    if (live_tokens) *live_tokens += k;
+  }
+
+  // An "error" object inside a 200 stream or body (SGLang reports aborts this way).
+  bool absorb_error_object(const json& j) {
+    auto e = j.find("error");
+    if (e == j.end() || e->is_null()) return false;
+    std::string msg = e->is_string() ? e->get<std::string>()
+                      : e->is_object() && e->contains("message") && (*e)["message"].is_string()
+                          ? (*e)["message"].get<std::string>()
+                          : e->dump();
+    int code = 0;
+    if (e->is_object())
+      if (auto c = get_int(*e, "code")) code = static_cast<int>(*c);
+    rec.context_overflow = is_context_overflow_message(code ? code : 400, msg);
+    if (code) rec.http_status = code;
+    set_fail(rec.context_overflow ? ErrorKind::context_overflow : ErrorKind::http_status,
+             "server error in response: " + excerpt(msg, 300));
+    rec.body_excerpt = excerpt(j.dump(), opt->body_excerpt_bytes);
+    return true;
+  }
+
+  // One JSON object: a stream event (stream = true) or a whole body.
+  bool absorb(const json& j, Clock::time_point now, bool stream) {
+    if (!j.is_object()) {
+      set_fail(ErrorKind::malformed, "expected a JSON object");
+      return false;
+    }
+    if (absorb_error_object(j)) return false;
+    int new_tokens = 0;
+    if (opt->api == ApiKind::generate) {
+      auto m = j.find("meta_info");
+      if (m == j.end() || !m->is_object()) {
+        set_fail(ErrorKind::malformed, "no meta_info object in /generate answer");
+        return false;
+      }
+      absorb_meta_info(*m, rec);
+      int64_t count = -1;
+      if (auto ct = get_int(*m, "completion_tokens")) count = *ct;
+      else if (auto ids = j.find("output_ids"); ids != j.end() && ids->is_array())
+        count = static_cast<int64_t>(ids->size());
+      if (count >= 0) {
+        new_tokens = static_cast<int>(std::max<int64_t>(0, count - last_completion));
+        last_completion = std::max(last_completion, count);
+      } else if (auto tx = j.find("text"); tx != j.end() && tx->is_string() && !tx->empty()) {
+        new_tokens = 1; // no count at all: one chunk = one token (documented)
+      }
+      if (!rec.finish_reason.empty()) saw_finish = true;
+    } else {
+      auto ch = j.find("choices");
+      if (ch == j.end() || !ch->is_array()) {
+        set_fail(ErrorKind::malformed, "no choices array in OpenAI answer");
+        return false;
+      }
+      if (!ch->empty()) {
+        const json& c = (*ch)[0];
+        if (!c.is_object()) {
+          set_fail(ErrorKind::malformed, "choices[0] is not an object");
+          return false;
+        }
+        const json* content = nullptr;
+        if (opt->api == ApiKind::completions) {
+          if (auto t = c.find("text"); t != c.end()) content = &*t;
+        } else {
+          const char* where = stream ? "delta" : "message";
+          if (auto d = c.find(where); d != c.end() && d->is_object()) {
+            if (auto t = d->find("content"); t != d->end() && t->is_string() && !t->empty())
+              content = &*t;
+            else if (auto rc = d->find("reasoning_content"); rc != d->end() && rc->is_string())
+              content = &*rc;
+          }
+        }
+        if (content && content->is_string() && !content->get_ref<const std::string&>().empty())
+          new_tokens = 1; // OpenAI streams do not say how many tokens a chunk holds
+        if (auto fr = c.find("finish_reason"); fr != c.end() && fr->is_string()) {
+          rec.finish_reason = fr->get<std::string>();
+          saw_finish = true;
+        }
+      }
+      absorb_openai_extras(j, rec);
+    }
+    if (stream) on_tokens(new_tokens, now);
+    return true;
+  }
+
+  bool dispatch(Clock::time_point now) {
+    std::string data;
+    data.swap(event_data);
+    if (data == "[DONE]") {
+      saw_done = true;
+      return true;
+    }
+    if (saw_done) return true; // tolerate trailing noise after [DONE]
+    json j = json::parse(data, nullptr, false);
+    if (j.is_discarded()) {
+      set_fail(ErrorKind::malformed, "SSE event is not valid JSON: " + excerpt(data, 120));
+      rec.body_excerpt = excerpt(data, opt->body_excerpt_bytes);
+      return false;
+    }
+    return absorb(j, now, true);
+  }
+
+  bool feed_line(std::string_view l, Clock::time_point now) {
+    if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
+    if (l.empty()) return event_data.empty() ? true : dispatch(now);
+    if (l[0] == ':') return true; // comment / keep-alive
+    if (l.substr(0, 5) == "data:") {
+      l.remove_prefix(5);
+      if (!l.empty() && l[0] == ' ') l.remove_prefix(1);
+      if (!event_data.empty()) event_data += '\n';
+      event_data.append(l);
+      return true;
+    }
+    if (l.substr(0, 6) == "event:" || l.substr(0, 3) == "id:" || l.substr(0, 6) == "retry:")
+      return true;
+    set_fail(ErrorKind::malformed, "not an SSE line: " + excerpt(l, 120));
+    rec.body_excerpt = excerpt(l, opt->body_excerpt_bytes);
+    return false;
+  }
+
+  bool feed_sse(std::string_view data, Clock::time_point now) {
+    while (!data.empty()) {
+      const size_t nl = data.find('\n');
+      if (nl == std::string_view::npos) {
+        line.append(data);
+        if (line.size() > (4u << 20)) {
+          set_fail(ErrorKind::malformed, "SSE line longer than 4 MiB");
+          return false;
+        }
+        return true;
+      }
+      bool ok;
+      if (line.empty()) ok = feed_line(data.substr(0, nl), now);
+      else {
+        line.append(data.substr(0, nl));
+        ok = feed_line(line, now);
+        line.clear();
+      }
+      if (!ok) return false;
+      data.remove_prefix(nl + 1);
+    }
+    return true;
+  }
+
+  void parse_whole_body(Clock::time_point now) {
+    json j = json::parse(body, nullptr, false);
+    if (j.is_discarded()) {
+      set_fail(ErrorKind::malformed, "response body is not valid JSON: " + excerpt(body, 120));
+      rec.body_excerpt = excerpt(body, opt->body_excerpt_bytes);
+      return;
+    }
+    if (!absorb(j, now, false)) return;
+    if (opt->api == ApiKind::generate && rec.output_tokens < 0)
+      if (auto ids = j.find("output_ids"); ids != j.end() && ids->is_array())
+        rec.output_tokens = static_cast<int>(ids->size());
+  }
+};
+
+size_t on_header(char* p, size_t size, size_t n, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  const size_t len = size * n;
+  t->got_first_byte = true;
+  t->t_last_byte = Clock::now();
+  std::string_view h(p, len);
+  if (h.size() > 13 && (h[0] == 'c' || h[0] == 'C')) {
+    const std::string l = lower(std::string(h));
+    if (starts_with(l, "content-type:"))
+      t->is_sse = l.find("text/event-stream") != std::string::npos;
+  } else if (starts_with(h, "HTTP/")) {
+    t->is_sse = false; // a new response (e.g. after a redirect or 100): reset
+  }
+  return len;
+}
+
+size_t on_data(char* p, size_t size, size_t n, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  const size_t len = size * n;
+  const auto now = Clock::now();
+  t->got_first_byte = true;
+  t->t_last_byte = now;
+  t->rec.bytes += static_cast<int64_t>(len);
+  t->bytes_counter->fetch_add(len, std::memory_order_relaxed);
+  if (static_cast<size_t>(t->rec.bytes) > t->opt->max_body_bytes) {
+    t->set_fail(ErrorKind::body_too_large,
+                "response larger than " + std::to_string(t->opt->max_body_bytes) + " bytes");
+    return 0;
+  }
+  long status = 0;
+  curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
+  if (status < 200 || status >= 300 || !t->is_sse) {
+    if (status >= 200 && status < 300) t->body.append(p, len);
+    else if (t->body.size() < 64 * 1024) t->body.append(p, std::min(len, 64 * 1024 - t->body.size()));
+    return len;
+  }
+  return t->feed_sse(std::string_view(p, len), now) ? len : 0;
+}
+
+} // namespace
+
+struct Client::Impl {
+  explicit Impl(ClientOptions o) : opt(std::move(o)) {
+    detail::ensure_curl_initialized();
+    multi = curl_multi_init();
+    while (!opt.base_url.empty() && opt.base_url.back() == '/') opt.base_url.pop_back();
+  }
+  ~Impl() {
+    for (CURL* e : pool) curl_easy_cleanup(e);
+    if (multi) curl_multi_cleanup(multi);
+  }
+
+  ClientOptions opt;
+  CURLM* multi = nullptr;
+  std::vector<CURL*> pool;
+  std::atomic<bool> abort_flag{false};
+  std::mutex abort_mu;
+  std::string abort_reason;
+  std::atomic<uint64_t> bytes{0};
+  std::atomic<int> in_flight{0};
+  double progress_interval_s = 0.2;
+
+  std::string url_path() const {
+    switch (opt.api) {
+    case ApiKind::generate: return "/generate";
+    case ApiKind::completions: return "/v1/completions";
+    case ApiKind::chat: return "/v1/chat/completions";
+    }
+    return "/generate";
+  }
+
+  std::string build_body(const RequestSpec& r) const {
+    json j;
+    const Prompt& p = r.prompt;
+    if (opt.api == ApiKind::generate) {
+      json sp = {{"max_new_tokens", r.max_new_tokens},
+                 {"temperature", r.temperature},
+                 {"ignore_eos", r.ignore_eos}};
+      // Older SGLang versions reject unknown sampling keys: send the seed only when sampling.
+      if (r.temperature > 0) sp["sampling_seed"] = r.seed;
+      j = {{"sampling_params", sp}, {"stream", opt.stream}};
+      if (!p.input_ids.empty()) j["input_ids"] = p.input_ids;
+      else j["text"] = p.text;
+    } else {
+      j = {{"model", opt.model},
+           {"max_tokens", r.max_new_tokens},
+           {"temperature", r.temperature},
+           {"stream", opt.stream}};
+      if (r.ignore_eos) j["ignore_eos"] = true; // vLLM / SGLang extension; others ignore it
+      if (r.temperature > 0) j["seed"] = r.seed;
+      if (opt.stream) j["stream_options"] = {{"include_usage", true}};
+      if (opt.api == ApiKind::completions) {
+        if (!p.input_ids.empty()) j["prompt"] = p.input_ids;
+        else j["prompt"] = p.text;
+      } else {
+        json msgs = json::array();
+        if (!p.messages.empty())
+          for (const auto& m : p.messages) msgs.push_back({{"role", m.role}, {"content", m.content}});
+        else msgs.push_back({{"role", "user"}, {"content", p.text}});
+        j["messages"] = msgs;
+      }
+    }
+    return j.dump();
+  }
+
+  void start_transfer(Transfer& t, const RequestSpec& r, Clock::time_point run_start,
+                      int64_t* live_tokens) {
+    CURL* e;
+    if (!pool.empty()) {
+      e = pool.back();
+      pool.pop_back();
+      curl_easy_reset(e);
+    } else {
+      e = curl_easy_init();
+    }
+    t.opt = &opt;
+    t.bytes_counter = &bytes;
+    t.live_tokens = live_tokens;
+    t.easy = e;
+    t.request_body = build_body(r);
+    t.headers = curl_slist_append(nullptr, "Content-Type: application/json");
+    t.headers = curl_slist_append(t.headers, "Expect:"); // no 100-continue round trip
+    if (opt.stream) t.headers = curl_slist_append(t.headers, "Accept: text/event-stream");
+    if (!opt.api_key.empty())
+      t.headers = curl_slist_append(t.headers, ("Authorization: Bearer " + opt.api_key).c_str());
+    const std::string url = opt.base_url + url_path();
+    curl_easy_setopt(e, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_PROXY, "");
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, t.headers);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDS, t.request_body.c_str());
+    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, static_cast<long>(t.request_body.size()));
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &on_data);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, &t);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, &on_header);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, &t);
+    curl_easy_setopt(e, CURLOPT_PRIVATE, &t);
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t.errbuf);
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
+                     std::max(1L, static_cast<long>(opt.connect_timeout_s * 1000)));
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS,
+                     std::max(1L, static_cast<long>(opt.request_timeout_s * 1000)));
+    curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+    t.t_start = Clock::now();
+    t.t_last_byte = t.t_start;
+    t.rec.start_s = secs(run_start, t.t_start);
+    t.active = true;
+    curl_multi_add_handle(multi, e);
+    in_flight.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  // Ends a transfer: classifies the outcome, fills the record, recycles the handle.
+  // `forced` is set when we ended it ourselves (timeouts we watch, abort).
+  void finish_transfer(Transfer& t, CURLcode rc, bool forced) {
+    const auto t_end = Clock::now();
+    long status = 0;
+    curl_easy_getinfo(t.easy, CURLINFO_RESPONSE_CODE, &status);
+    double connect_time = 0;
+    curl_easy_getinfo(t.easy, CURLINFO_CONNECT_TIME, &connect_time);
+    RequestRecord& r = t.rec;
+    if (r.http_status == 0) r.http_status = static_cast<int>(status);
+    if (t.fail == ErrorKind::none && !forced) {
+      if (rc != CURLE_OK) {
+        const std::string what = t.errbuf[0] ? std::string(t.errbuf) : curl_easy_strerror(rc);
+        ErrorKind k = ErrorKind::transport;
+        if (rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST) k = ErrorKind::connect;
+        else if (rc == CURLE_OPERATION_TIMEDOUT)
+          k = connect_time <= 0 && !t.got_first_byte ? ErrorKind::timeout_connect
+              : !t.got_first_byte                     ? ErrorKind::timeout_first_byte
+                                                      : ErrorKind::timeout_total;
+        t.set_fail(k, what);
+        if (!t.body.empty()) r.body_excerpt = excerpt(t.body, opt.body_excerpt_bytes);
+      } else if (status < 200 || status >= 300) {
+        r.body_excerpt = excerpt(t.body, opt.body_excerpt_bytes);
+        r.context_overflow = is_context_overflow_message(static_cast<int>(status), t.body);
+        t.set_fail(r.context_overflow ? ErrorKind::context_overflow : ErrorKind::http_status,
+                   "HTTP " + std::to_string(status) + ": " + error_message_of(t.body));
+      } else if (t.is_sse) {
+        if (!t.line.empty()) { // a last line without its newline
+          const std::string last = std::move(t.line);
+          t.line.clear();
+          t.feed_line(last, t_end);
+        }
+        if (t.fail == ErrorKind::none && !t.event_data.empty()) t.dispatch(t_end);
+        if (t.fail == ErrorKind::none && !t.saw_done && !t.saw_finish)
+          t.set_fail(ErrorKind::incomplete, "stream ended without a final event or [DONE]");
+      } else {
+        t.parse_whole_body(t_end);
+      }
+    }
+    r.error = t.fail;
+    r.error_message = t.fail_msg;
+    if (r.error == ErrorKind::none) r.e2e_s = secs(t.t_start, t_end);
+    if (r.output_tokens < 0 && !r.chunk_tokens.empty()) {
+      int sum = 0;
+      for (int k : r.chunk_tokens) sum += k;
+      r.output_tokens = sum;
+    }
+    r.ok = r.error == ErrorKind::none;
+    curl_multi_remove_handle(multi, t.easy);
+    curl_slist_free_all(t.headers);
+    t.headers = nullptr;
+    pool.push_back(t.easy);
+    t.easy = nullptr;
+    t.active = false;
+    t.request_body.clear();
+    t.request_body.shrink_to_fit();
+    t.body.clear();
+    t.body.shrink_to_fit();
+    in_flight.fetch_sub(1, std::memory_order_relaxed);
+  }
+
+  std::string current_abort_reason() {
+    std::lock_guard lk(abort_mu);
+    return abort_reason;
+  }
+
+  Expected<RunResult> run(const std::vector<RequestSpec>& requests, int concurrency,
+                          const ProgressCallback& progress, int run_number) {
+    if (!multi) return Status(StatusCode::internal, "curl_multi_init failed");
+    if (opt.base_url.rfind("http://", 0) != 0 && opt.base_url.rfind("https://", 0) != 0)
+      return Status(StatusCode::invalid_argument, "base_url must start with http:// or https://: '" +
+                                                      opt.base_url + "'");
+    concurrency = std::max(1, concurrency);
+    raise_fd_limit(static_cast<rlim_t>(concurrency) * 2 + 64);
+    curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, static_cast<long>(concurrency + 8));
+    RunResult result;
+    result.run = run_number;
+    result.concurrency = concurrency;
+    const size_t n = requests.size();
+    std::vector<Transfer> transfers(n);
+    for (size_t i = 0; i < n; ++i) {
+      transfers[i].rec.index = static_cast<int>(i);
+      transfers[i].rec.run = run_number;
+    }
+    int64_t live_tokens = 0;
+    ClientProgress prog;
+    prog.run = run_number;
+    prog.total = static_cast<int>(n);
+    const auto run_start = Clock::now();
+    auto last_progress = run_start;
+    size_t next = 0;
+    int active = 0;
+    std::vector<Transfer*> active_list;
+    active_list.reserve(static_cast<size_t>(concurrency));
+    auto report = [&](bool force) {
+      if (!progress) return;
+      const auto now = Clock::now();
+      if (!force && secs(last_progress, now) < progress_interval_s) return;
+      last_progress = now;
+      prog.in_flight = active;
+      prog.output_tokens = live_tokens;
+      prog.elapsed_s = secs(run_start, now);
+      progress(prog);
+    };
+    auto complete = [&](Transfer& t) {
+      ++prog.done;
+      if (!t.rec.ok) ++prog.failed;
+      --active;
+    };
+    while (next < n || active > 0) {
+      if (abort_flag.load()) {
+        const std::string why = "aborted: " + current_abort_reason();
+        for (Transfer* t : active_list)
+          if (t->active) {
+            t->set_fail(ErrorKind::aborted, why);
+            finish_transfer(*t, CURLE_OK, true);
+            complete(*t);
+          }
+        active_list.clear();
+        for (; next < n; ++next) {
+          Transfer& t = transfers[next];
+          t.rec.error = ErrorKind::aborted;
+          t.rec.error_message = why + " (not sent)";
+          t.rec.start_s = -1;
+          ++prog.done;
+          ++prog.failed;
+        }
+        result.aborted = current_abort_reason();
+        break;
+      }
+      while (next < n && active < concurrency) {
+        start_transfer(transfers[next], requests[next], run_start, &live_tokens);
+        active_list.push_back(&transfers[next]);
+        ++next;
+        ++active;
+      }
+      int running = 0;
+      curl_multi_perform(multi, &running);
+      int msgs = 0;
+      bool any_done = false;
+      while (CURLMsg* m = curl_multi_info_read(multi, &msgs)) {
+        if (m->msg != CURLMSG_DONE) continue;
+        Transfer* t = nullptr;
+        curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, reinterpret_cast<char**>(&t));
+        const CURLcode rc = m->data.result;
+        finish_transfer(*t, rc, false);
+        complete(*t);
+        any_done = true;
+      }
+      // Timeouts curl does not watch: first byte and idle gaps.
+      const auto now = Clock::now();
+      for (Transfer* t : active_list) {
+        if (!t->active) continue;
+        if (!t->got_first_byte && secs(t->t_start, now) > opt.first_byte_timeout_s) {
+          t->set_fail(ErrorKind::timeout_first_byte,
+                      "no response byte within " + std::to_string(opt.first_byte_timeout_s) + " s");
+        } else if (opt.idle_timeout_s > 0 && t->got_first_byte &&
+                   secs(t->t_last_byte, now) > opt.idle_timeout_s) {
+          t->set_fail(ErrorKind::timeout_total,
+                      "no byte for " + std::to_string(opt.idle_timeout_s) + " s mid-response");
+        } else {
+          continue;
+        }
+        finish_transfer(*t, CURLE_OK, true);
+        complete(*t);
+        any_done = true;
+      }
+      if (any_done)
+        std::erase_if(active_list, [](Transfer* t) { return !t->active; });
+      report(false);
+      if (any_done && next < n) continue; // refill at once
+      if (active > 0) {
+        int numfds = 0;
+        curl_multi_poll(multi, nullptr, 0, 20, &numfds);
+      }
+    }
+    result.wall_s = secs(run_start, Clock::now());
+    result.records.reserve(n);
+    for (auto& t : transfers) {
+      if (t.rec.ok) ++result.ok_count;
+      else ++result.failed_count;
+      result.records.push_back(std::move(t.rec));
+    }
+    prog.in_flight = 0;
+    prog.output_tokens = live_tokens;
+    prog.elapsed_s = result.wall_s;
+    if (progress) progress(prog);
+    return result;
+  }
+
+  static void raise_fd_limit(rlim_t want) {
+    rlimit rl{};
+    if (::getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= want) return;
+    rl.rlim_cur = std::min(rl.rlim_max, std::max(want, rl.rlim_cur));
+    ::setrlimit(RLIMIT_NOFILE, &rl);
+  }
+};
+
+Client::Client(ClientOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
+Client::~Client() = default;
+
+Expected<RunResult> Client::run(const std::vector<RequestSpec>& requests, int concurrency,
+                                const ProgressCallback& progress, int run_number) {
+  return impl_->run(requests, concurrency, progress, run_number);
+}
+
+Expected<WorkloadResult> Client::run_workload(const Workload& workload,
+                                              const std::vector<Prompt>& prompts,
+                                              const ProgressCallback& progress) {
+  if (prompts.empty())
+    return Status(StatusCode::invalid_argument, "no prompts for workload '" + workload.name + "'",
+                  "check the dataset or prompt_tokens");
+  WorkloadResult out;
+  if (workload.warmup > 0) {
+    auto w = run(make_requests(workload, prompts, workload.warmup, 0), workload.concurrency,
+                 progress, -1);
+    if (!w) return w.status();
+    out.warmup = std::move(*w);
+    if (!out.warmup.aborted.empty()) {
+      out.aborted = out.warmup.aborted;
+      return out;
+    }
+  }
+  for (int r = 0; r < workload.runs; ++r) {
+    const int offset = workload.warmup + r * workload.requests;
+    auto res = run(make_requests(workload, prompts, workload.requests, offset),
+                   workload.concurrency, progress, r);
+    if (!res) return res.status();
+    out.runs.push_back(std::move(*res));
+    if (!out.runs.back().aborted.empty()) {
+      out.aborted = out.runs.back().aborted;
+      break;
+    }
+  }
+  return out;
+}
+
+RequestRecord Client::send(const RequestSpec& request) {
+  auto r = run({request}, 1);
+  if (!r || r->records.empty()) {
+    RequestRecord rec;
+    rec.error = ErrorKind::transport;
+    rec.error_message = r ? "no record" : r.status().to_string();
+    return rec;
+  }
+  return std::move(r->records.front());
+}
+
+void Client::abort(const std::string& reason) {
+  {
+    std::lock_guard lk(impl_->abort_mu);
+    if (!impl_->abort_flag.load()) impl_->abort_reason = reason;
+  }
+  impl_->abort_flag.store(true);
+  if (impl_->multi) curl_multi_wakeup(impl_->multi);
+}
+
+bool Client::aborted() const noexcept { return impl_->abort_flag.load(); }
+
+void Client::reset_abort() {
+  std::lock_guard lk(impl_->abort_mu);
+  impl_->abort_flag.store(false);
+  impl_->abort_reason.clear();
+}
+
+uint64_t Client::bytes_received() const noexcept { return impl_->bytes.load(); }
+int Client::in_flight() const noexcept { return impl_->in_flight.load(); }
+void Client::set_progress_interval(double seconds) { impl_->progress_interval_s = seconds; }
+const ClientOptions& Client::options() const noexcept { return impl_->opt; }
+
+} // namespace specbench

@@ -1,0 +1,648 @@
+// ServerProcess: fork/exec in a new process group with the log as stdout/stderr, readiness,
+// log scanning and stop. Free-port helpers.
+#include "specbench/server.hpp"
+
+#include "client/simple_http.hpp"
+#include "server/registry.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+extern char** environ;
+
+namespace specbench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double secs_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string find_in_path(const std::string& name) {
+  if (name.find('/') != std::string::npos) return ::access(name.c_str(), X_OK) == 0 ? name : "";
+  const char* path = std::getenv("PATH");
+  std::string p = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  size_t start = 0;
+  while (start <= p.size()) {
+    size_t end = p.find(':', start);
+    if (end == std::string::npos) end = p.size();
+    std::string dir = p.substr(start, end - start);
+    if (dir.empty()) dir = ".";
+    const std::string full = dir + "/" + name;
+    struct stat st {};
+    if (::stat(full.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(full.c_str(), X_OK) == 0)
+      return full;
+    start = end + 1;
+  }
+  return "";
+}
+
+std::string replace_all(std::string s, const std::string& from, const std::string& to) {
+  for (size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos; pos += to.size())
+    s.replace(pos, from.size(), to);
+  return s;
+}
+
+std::string now_utc() {
+  char buf[32];
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t nl = text.find('\n', start);
+    if (nl == std::string::npos) nl = text.size();
+    std::string l = text.substr(start, nl - start);
+    if (!l.empty() && l.back() == '\r') l.pop_back();
+    out.push_back(std::move(l));
+    start = nl + 1;
+  }
+  return out;
+}
+
+ExitInfo exit_from_status(int st) {
+  ExitInfo e;
+  if (WIFEXITED(st)) e.exit_code = WEXITSTATUS(st);
+  else if (WIFSIGNALED(st)) e.term_signal = WTERMSIG(st);
+  return e;
+}
+
+std::string generation_probe_body(ApiKind api, const std::string& model) {
+  switch (api) {
+  case ApiKind::generate:
+    // What SGLang's own /health_generate sends.
+    return R"({"input_ids":[0],"sampling_params":{"max_new_tokens":1,"temperature":0}})";
+  case ApiKind::completions:
+    return R"({"model":")" + model + R"(","prompt":"Hello","max_tokens":1,"temperature":0})";
+  case ApiKind::chat:
+    return R"({"model":")" + model +
+           R"(","messages":[{"role":"user","content":"Hello"}],"max_tokens":1,"temperature":0})";
+  }
+  return "{}";
+}
+
+const char* probe_path(ApiKind api) {
+  switch (api) {
+  case ApiKind::generate: return "/generate";
+  case ApiKind::completions: return "/v1/completions";
+  case ApiKind::chat: return "/v1/chat/completions";
+  }
+  return "/generate";
+}
+
+} // namespace
+
+const char* to_string(ReadinessOutcome outcome) noexcept {
+  switch (outcome) {
+  case ReadinessOutcome::ready: return "ready";
+  case ReadinessOutcome::process_exited: return "process_exited";
+  case ReadinessOutcome::fatal_log: return "fatal_log";
+  case ReadinessOutcome::timeout: return "timeout";
+  case ReadinessOutcome::probe_failed: return "probe_failed";
+  case ReadinessOutcome::not_started: return "not_started";
+  case ReadinessOutcome::cancelled: return "cancelled";
+  }
+  return "?";
+}
+
+const std::vector<FatalPattern>& default_fatal_patterns() {
+  static const std::vector<FatalPattern> patterns = {
+      {"Failed to get device capability",
+       "the CUDA runtime cannot query the GPU (cudaErrorUnknown, 999): typical of a container "
+       "whose GPU state went stale after a host reboot or driver reload; fix the container/host, "
+       "then run `specbench preflight`"},
+      {"CUDA unknown error",
+       "cudaErrorUnknown (999): the driver cannot talk to the GPU; restart the container or reload "
+       "nvidia-uvm on the host, then run `specbench preflight`"},
+      {"no CUDA-capable device is detected",
+       "no GPU visible to the server: check CUDA_VISIBLE_DEVICES and the container's device nodes"},
+      {"CUDA driver version is insufficient",
+       "the driver is older than the CUDA runtime the server was built with"},
+      {"illegal instruction",
+       "a GPU kernel faulted (illegal instruction): often a kernel path broken on this "
+       "architecture for this configuration; the server is unusable, try another budget/block"},
+      {"illegal memory access", "a GPU kernel read or wrote out of bounds; the server is unusable"},
+      {"out of memory",
+       "GPU (or host) memory exhausted: lower --mem-fraction-static, the context length, the "
+       "batch size or the tree budget, or use more GPUs"},
+      {"address already in use",
+       "the port is taken: another server (an orphan?) still listens; stop it or let specbench "
+       "choose a free port"},
+      {"NCCL error", "a collective failed between GPUs: check P2P/NVLink, NCCL_P2P_DISABLE, shm size"},
+      {"ncclSystemError", "NCCL system error: check /dev/shm size and IPC/P2P permissions"},
+      {"ncclInternalError", "NCCL internal error between tensor-parallel ranks"},
+      {"ncclUnhandledCudaError", "a CUDA error inside NCCL"},
+      {"Watchdog caught collective operation timeout",
+       "a collective hung (NCCL timeout): a rank died or the interconnect is broken"},
+      {"Segmentation fault", "the server process crashed (segmentation fault)"},
+  };
+  return patterns;
+}
+
+std::optional<FatalMatch> find_fatal_pattern(std::string_view log_text,
+                                            const std::vector<FatalPattern>& patterns) {
+  const auto& pats = patterns.empty() ? default_fatal_patterns() : patterns;
+  std::vector<std::string> needles;
+  needles.reserve(pats.size());
+  for (const auto& p : pats) needles.push_back(lower(p.text));
+  int line_no = 0;
+  while (!log_text.empty()) {
+    const size_t nl = log_text.find('\n');
+    std::string_view line = log_text.substr(0, nl);
+    log_text.remove_prefix(nl == std::string_view::npos ? log_text.size() : nl + 1);
+    ++line_no;
+    const std::string l = lower(std::string(line));
+    for (size_t i = 0; i < pats.size(); ++i)
+      if (!needles[i].empty() && l.find(needles[i]) != std::string::npos) {
+        std::string whole(line);
+        if (!whole.empty() && whole.back() == '\r') whole.pop_back();
+        return FatalMatch{pats[i], whole, line_no};
+      }
+  }
+  return std::nullopt;
+}
+
+std::string ExitInfo::to_string() const {
+  if (exit_code) return "exited with status " + std::to_string(*exit_code);
+  if (term_signal) {
+    const char* name = ::strsignal(*term_signal);
+    return "killed by signal " + std::to_string(*term_signal) + " (" + (name ? name : "?") + ")";
+  }
+  return "ended (status unknown)";
+}
+
+// ---------------------------------------------------------------------------------------------
+struct ServerProcess::Impl {
+  std::mutex mu;
+  LaunchSpec spec;
+  std::vector<std::string> argv;
+  pid_t pid = 0;
+  bool started = false;
+  bool registered = false;
+  bool reaped = false;
+  std::optional<ExitInfo> exit;
+  int port = 0;
+  // Log scanning state.
+  std::mutex scan_mu;
+  uint64_t scan_offset = 0;
+  int scan_line = 0;
+  std::string scan_carry;
+
+  // Reaps the leader if it exited; returns true while it runs. Caller holds mu.
+  bool poll_locked() {
+    if (!started || reaped) return false;
+    int st = 0;
+    const pid_t r = ::waitpid(pid, &st, WNOHANG);
+    if (r == 0) return true;
+    reaped = true;
+    if (r == pid) exit = exit_from_status(st);
+    else exit = ExitInfo{}; // reaped elsewhere (signal cleanup): status unknown
+    return false;
+  }
+};
+
+ServerProcess::ServerProcess() : impl_(std::make_unique<Impl>()) {}
+
+ServerProcess::~ServerProcess() {
+  try {
+    stop();
+  } catch (...) {
+  }
+}
+
+Status ServerProcess::start(const LaunchSpec& spec) {
+  Impl& s = *impl_;
+  std::lock_guard lk(s.mu);
+  if (s.started)
+    return Status(StatusCode::invalid_argument, "ServerProcess::start called twice",
+                  "use a new ServerProcess per server", "ServerProcess::start");
+  if (spec.argv.empty())
+    return Status(StatusCode::invalid_argument, "empty server argv", "set server.launch",
+                  "ServerProcess::start");
+  if (spec.log_file.empty())
+    return Status(StatusCode::invalid_argument, "no log file for the server",
+                  "give LaunchSpec::log_file", "ServerProcess::start");
+  s.spec = spec;
+  int port = spec.port;
+  if (port == 0) {
+    auto p = choose_free_port(spec.host);
+    if (!p) return p.status();
+    port = *p;
+  }
+  s.port = port;
+  s.argv.clear();
+  for (const auto& a : spec.argv) s.argv.push_back(replace_all(a, "{port}", std::to_string(port)));
+  const std::string exe = find_in_path(s.argv[0]);
+  if (exe.empty())
+    return Status(StatusCode::not_found, "server executable not found: '" + s.argv[0] + "'",
+                  "install it or give its full path in the launch template",
+                  "ServerProcess::start");
+  std::error_code ec;
+  if (spec.log_file.has_parent_path())
+    std::filesystem::create_directories(spec.log_file.parent_path(), ec);
+  const int log_fd =
+      ::open(spec.log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (log_fd < 0)
+    return Status(StatusCode::io_error,
+                  "cannot open server log " + spec.log_file.string() + ": " + std::strerror(errno),
+                  "check the results directory", "ServerProcess::start");
+  {
+    struct stat st {};
+    if (::fstat(log_fd, &st) == 0) s.scan_offset = static_cast<uint64_t>(st.st_size);
+  }
+  std::string banner = "[specbench " + now_utc() + "] starting server (port " +
+                       std::to_string(port) + "):";
+  for (const auto& a : s.argv) banner += " " + a;
+  banner += "\n";
+  [[maybe_unused]] ssize_t w = ::write(log_fd, banner.data(), banner.size());
+  s.scan_offset += banner.size(); // never scan our own banner (it may quote a fatal word)
+
+  // Everything the child needs, prepared before fork (the child may only call async-safe code).
+  std::vector<std::string> env_strings;
+  {
+    std::map<std::string, std::string> env;
+    for (char** e = environ; e && *e; ++e) {
+      std::string kv = *e;
+      const size_t eq = kv.find('=');
+      if (eq == std::string::npos) continue;
+      env[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+    for (const auto& [k, v] : spec.env) env[k] = v;
+    for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
+  }
+  std::vector<char*> envp, argvp;
+  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  for (auto& a : s.argv) argvp.push_back(a.data());
+  argvp.push_back(nullptr);
+  const std::string wd = spec.working_dir.string();
+  int exec_pipe[2];
+  if (::pipe2(exec_pipe, O_CLOEXEC) != 0) {
+    ::close(log_fd);
+    return Status(StatusCode::io_error, std::string("pipe: ") + std::strerror(errno));
+  }
+  const pid_t parent = ::getpid();
+  const bool pdeath = spec.kill_when_parent_dies;
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    const int err = errno;
+    ::close(log_fd);
+    ::close(exec_pipe[0]);
+    ::close(exec_pipe[1]);
+    return Status(StatusCode::unavailable, std::string("fork: ") + std::strerror(err),
+                  "too many processes or not enough memory", "ServerProcess::start");
+  }
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    if (pdeath) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) ::_exit(127);
+    }
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGCHLD}) ::signal(sig, SIG_DFL);
+    const int devnull = ::open("/dev/null", O_RDONLY);
+    if (devnull >= 0) ::dup2(devnull, 0);
+    ::dup2(log_fd, 1);
+    ::dup2(log_fd, 2);
+    if (!wd.empty() && ::chdir(wd.c_str()) != 0) {
+      const int err = errno;
+      [[maybe_unused]] ssize_t r = ::write(exec_pipe[1], &err, sizeof err);
+      ::_exit(127);
+    }
+    ::execve(exe.c_str(), argvp.data(), envp.data());
+    const int err = errno;
+    [[maybe_unused]] ssize_t r = ::write(exec_pipe[1], &err, sizeof err);
+    ::_exit(127);
+  }
+  ::setpgid(pid, pid); // also here, so the group exists before we ever signal it
+  ::close(exec_pipe[1]);
+  ::close(log_fd);
+  int child_err = 0;
+  ssize_t got;
+  do {
+    got = ::read(exec_pipe[0], &child_err, sizeof child_err);
+  } while (got < 0 && errno == EINTR);
+  ::close(exec_pipe[0]);
+  s.pid = pid;
+  s.started = true;
+  s.registered = detail::register_server_group(pid);
+  if (got == static_cast<ssize_t>(sizeof child_err)) {
+    s.poll_locked();
+    int st = 0;
+    if (!s.reaped && ::waitpid(pid, &st, 0) == pid) {
+      s.reaped = true;
+      s.exit = exit_from_status(st);
+    }
+    if (s.registered) detail::unregister_server_group(pid);
+    s.registered = false;
+    return Status(StatusCode::not_found,
+                  "cannot start '" + exe + "': " + std::strerror(child_err),
+                  wd.empty() ? "check the executable" : "check the executable and " + wd,
+                  "ServerProcess::start");
+  }
+  return Status::ok();
+}
+
+Readiness ServerProcess::wait_ready(const ReadinessOptions& options,
+                                    const std::atomic<bool>* cancel) {
+  Readiness r;
+  const auto t0 = Clock::now();
+  const auto& patterns = options.fatal_patterns;
+  if (!impl_->started) {
+    r.reason = "the server was not started";
+    return r;
+  }
+  auto finish = [&](ReadinessOutcome o, std::string reason) {
+    r.outcome = o;
+    r.reason = std::move(reason);
+    r.waited_s = secs_since(t0);
+    r.log_tail = log_tail(options.log_tail_lines);
+    return r;
+  };
+  const std::string base = base_url();
+  bool health_ok_seen = false;
+  for (;;) {
+    if (cancel && cancel->load()) return finish(ReadinessOutcome::cancelled, "cancelled");
+    if (!alive()) {
+      auto e = exit_info();
+      if (e) {
+        r.exit_code = e->exit_code;
+        r.term_signal = e->term_signal;
+      }
+      r.fatal = scan_log(patterns);
+      std::string why = "the server " + (e ? e->to_string() : std::string("ended")) +
+                        " before it was ready";
+      if (r.fatal) why += "; log: \"" + r.fatal->line + "\" (" + r.fatal->pattern.diagnosis + ")";
+      return finish(ReadinessOutcome::process_exited, why);
+    }
+    if (auto m = scan_log(patterns)) {
+      r.fatal = m;
+      return finish(ReadinessOutcome::fatal_log, "fatal line in the server log: \"" + m->line +
+                                                     "\" (" + m->pattern.diagnosis + ")");
+    }
+    const double left = options.timeout_s - secs_since(t0);
+    if (left <= 0) break;
+    const double health_timeout = std::clamp(std::min(options.probe_timeout_s, left), 0.05, 5.0);
+    auto h = detail::http_request(base + options.health_path, {}, health_timeout);
+    r.last_health_status = h.status;
+    if (h.status != 200) {
+      r.last_probe_error = h.status ? options.health_path + " answered HTTP " +
+                                          std::to_string(h.status)
+                                    : options.health_path + ": " + h.error;
+    } else if (!options.probe_generation) {
+      return finish(ReadinessOutcome::ready, "ready: " + options.health_path + " answered 200");
+    } else {
+      health_ok_seen = true;
+      const double gen_timeout =
+          std::max(0.05, std::min(options.probe_timeout_s, options.timeout_s - secs_since(t0)));
+      auto g = detail::http_request(base + probe_path(options.api),
+                                    generation_probe_body(options.api, options.model), gen_timeout,
+                                    "POST");
+      if (g.status >= 200 && g.status < 300)
+        return finish(ReadinessOutcome::ready,
+                      "ready: " + options.health_path + " answered 200 and a one-token generation "
+                      "succeeded");
+      r.last_probe_error =
+          g.status ? std::string("one-token generation answered HTTP ") + std::to_string(g.status) +
+                         ": " + g.body.substr(0, 200)
+                   : std::string("one-token generation: ") + g.error;
+    }
+    const double sleep_s = std::min(options.poll_interval_s, options.timeout_s - secs_since(t0));
+    if (sleep_s > 0) {
+      // Sleep in slices so that an exit or a cancel ends the wait promptly.
+      const auto until = Clock::now() + std::chrono::duration<double>(sleep_s);
+      while (Clock::now() < until) {
+        if ((cancel && cancel->load()) || !alive()) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+    }
+  }
+  // One last look: a server that died or logged a fatal line in the last slice says so.
+  if (!alive()) {
+    auto e = exit_info();
+    if (e) {
+      r.exit_code = e->exit_code;
+      r.term_signal = e->term_signal;
+    }
+    r.fatal = scan_log(patterns);
+    return finish(ReadinessOutcome::process_exited,
+                  "the server " + (e ? e->to_string() : std::string("ended")) + " before it was ready");
+  }
+  if (auto m = scan_log(patterns)) {
+    r.fatal = m;
+    return finish(ReadinessOutcome::fatal_log, "fatal line in the server log: \"" + m->line + "\"");
+  }
+  char when[32];
+  std::snprintf(when, sizeof when, "%.1f", options.timeout_s);
+  if (health_ok_seen && r.last_health_status == 200)
+    return finish(ReadinessOutcome::probe_failed,
+                  std::string("not ready after ") + when + " s: " + options.health_path +
+                      " answers 200 but " + r.last_probe_error);
+  return finish(ReadinessOutcome::timeout,
+                std::string("not ready after ") + when + " s: " +
+                    (r.last_probe_error.empty() ? "no answer" : r.last_probe_error));
+}
+
+bool ServerProcess::alive() {
+  std::lock_guard lk(impl_->mu);
+  return impl_->poll_locked();
+}
+
+std::optional<ExitInfo> ServerProcess::exit_info() {
+  std::lock_guard lk(impl_->mu);
+  impl_->poll_locked();
+  return impl_->exit;
+}
+
+std::optional<FatalMatch> ServerProcess::scan_log(const std::vector<FatalPattern>& patterns) {
+  Impl& s = *impl_;
+  if (!s.started) return std::nullopt;
+  std::lock_guard lk(s.scan_mu);
+  std::ifstream in(s.spec.log_file, std::ios::binary);
+  if (!in) return std::nullopt;
+  in.seekg(0, std::ios::end);
+  const auto size = static_cast<uint64_t>(in.tellg());
+  if (size < s.scan_offset) s.scan_offset = 0; // truncated: start over
+  if (size == s.scan_offset) return std::nullopt;
+  const uint64_t want = std::min<uint64_t>(size - s.scan_offset, 4u << 20);
+  std::string chunk(want, '\0');
+  in.seekg(static_cast<std::streamoff>(s.scan_offset));
+  in.read(chunk.data(), static_cast<std::streamsize>(want));
+  chunk.resize(static_cast<size_t>(in.gcount()));
+  s.scan_offset += chunk.size();
+  std::string text = s.scan_carry + chunk;
+  // Scan everything, including an unfinished last line (a crashing process may never end it),
+  // but carry that partial line over so a pattern split across reads is still found.
+  const size_t last_nl = text.rfind('\n');
+  const size_t complete_len = last_nl == std::string::npos ? 0 : last_nl + 1;
+  auto m = find_fatal_pattern(text, patterns);
+  if (m) {
+    m->line_number += s.scan_line;
+    s.scan_line += static_cast<int>(std::count(text.begin(), text.end(), '\n'));
+    s.scan_carry.clear();
+    return m;
+  }
+  s.scan_line += static_cast<int>(std::count(text.begin(), text.begin() + static_cast<long>(complete_len), '\n'));
+  s.scan_carry = text.size() - complete_len < 64 * 1024 ? text.substr(complete_len) : std::string();
+  return std::nullopt;
+}
+
+StopReport ServerProcess::stop() {
+  Impl& s = *impl_;
+  StopReport rep;
+  std::unique_lock lk(s.mu);
+  if (!s.started) return rep;
+  const auto t0 = Clock::now();
+  rep.was_running = s.poll_locked();
+  const pid_t pg = s.pid;
+  const auto group_alive = [&] {
+    s.poll_locked();
+    return ::kill(-pg, 0) == 0;
+  };
+  if (group_alive()) {
+    ::kill(-pg, SIGTERM);
+    const auto deadline = t0 + std::chrono::duration<double>(std::max(0.0, s.spec.stop_grace_s));
+    while (Clock::now() < deadline && group_alive())
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (group_alive()) {
+      rep.sigkilled = true;
+      ::kill(-pg, SIGKILL);
+      const auto hard = Clock::now() + std::chrono::seconds(10);
+      while (Clock::now() < hard && group_alive())
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  if (!s.reaped) { // group gone but the leader not yet reaped by us
+    int st = 0;
+    if (::waitpid(s.pid, &st, 0) == s.pid) s.exit = exit_from_status(st);
+    s.reaped = true;
+  }
+  if (s.registered) {
+    detail::unregister_server_group(pg);
+    s.registered = false;
+  }
+  rep.exit = s.exit;
+  // Wait for the port: a server that is gone must not block the next cell's server.
+  const auto port_deadline =
+      Clock::now() + std::chrono::duration<double>(std::max(0.0, s.spec.port_free_timeout_s));
+  rep.port_free = port_is_free(s.spec.host, s.port);
+  while (!rep.port_free && Clock::now() < port_deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    rep.port_free = port_is_free(s.spec.host, s.port);
+  }
+  rep.took_s = secs_since(t0);
+  return rep;
+}
+
+pid_t ServerProcess::pid() const noexcept { return impl_->pid; }
+int ServerProcess::port() const noexcept { return impl_->port; }
+std::string ServerProcess::base_url() const {
+  const std::string& h = impl_->spec.host;
+  const bool v6 = h.find(':') != std::string::npos;
+  return "http://" + (v6 ? "[" + h + "]" : h) + ":" + std::to_string(impl_->port);
+}
+const std::vector<std::string>& ServerProcess::argv() const noexcept { return impl_->argv; }
+const std::filesystem::path& ServerProcess::log_file() const noexcept {
+  return impl_->spec.log_file;
+}
+
+std::vector<std::string> ServerProcess::log_tail(size_t lines) const {
+  std::ifstream in(impl_->spec.log_file, std::ios::binary);
+  if (!in || lines == 0) return {};
+  in.seekg(0, std::ios::end);
+  const auto size = static_cast<int64_t>(in.tellg());
+  const int64_t want = std::min<int64_t>(size, 256 * 1024);
+  std::string text(static_cast<size_t>(want), '\0');
+  in.seekg(size - want);
+  in.read(text.data(), want);
+  text.resize(static_cast<size_t>(in.gcount()));
+  auto all = split_lines(text);
+  if (want < size && !all.empty()) all.erase(all.begin()); // first line is partial
+  if (all.size() > lines) all.erase(all.begin(), all.end() - static_cast<long>(lines));
+  return all;
+}
+
+// ---------------------------------------------------------------------------------------------
+namespace {
+int bind_probe(const std::string& host, int port, bool reuse, int* out_port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* res = nullptr;
+  if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res) != 0) return EINVAL;
+  int err = EADDRNOTAVAIL;
+  for (addrinfo* a = res; a; a = a->ai_next) {
+    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) {
+      err = errno;
+      continue;
+    }
+    int one = 1;
+    if (reuse) ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (::bind(fd, a->ai_addr, a->ai_addrlen) == 0) {
+      if (out_port) {
+        sockaddr_storage ss{};
+        socklen_t len = sizeof ss;
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len);
+        *out_port = ss.ss_family == AF_INET6
+                        ? ntohs(reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port)
+                        : ntohs(reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
+      }
+      ::close(fd);
+      ::freeaddrinfo(res);
+      return 0;
+    }
+    err = errno;
+    ::close(fd);
+  }
+  ::freeaddrinfo(res);
+  return err;
+}
+} // namespace
+
+Expected<int> choose_free_port(const std::string& host) {
+  int port = 0;
+  const int err = bind_probe(host, 0, false, &port);
+  if (err != 0 || port <= 0)
+    return Status(StatusCode::unavailable,
+                  "cannot find a free port on " + host + ": " + std::strerror(err),
+                  "check the host address", "choose_free_port");
+  return port;
+}
+
+bool port_is_free(const std::string& host, int port) {
+  return bind_probe(host, port, true, nullptr) == 0;
+}
+
+} // namespace specbench
