@@ -88,4 +88,33 @@ __device__ inline void block_walk_tree(const int32_t* parents_s, const int32_t* 
   for (int i = path_len + 1 + threadIdx.x; i < n; i += blockDim.x) path_row[i] = -1;
 }
 
+/// The same walk run by warp 0 alone (no block barriers; every lane of the warp must call it).
+__device__ inline void warp_walk_tree(const int32_t* parents_s, const int32_t* tokens_s,
+                                      const int32_t* target_s, int32_t* first_s, int n,
+                                      int32_t* accept_path, int32_t* accepted, int32_t* bonus,
+                                      int b) {
+  const int lane = threadIdx.x & 31;
+  for (int i = lane; i < n; i += 32) first_s[i] = 0x7FFFFFFF;
+  __syncwarp();
+  for (int i = 1 + lane; i < n; i += 32) {
+    const int p = parents_s ? parents_s[i] : i - 1;
+    if (p >= 0 && p < n && p != i && tokens_s[i] == target_s[p]) atomicMin(&first_s[p], i);
+  }
+  __syncwarp();
+  int32_t* path_row = accept_path + static_cast<int64_t>(b) * n;
+  int len = 0;
+  if (lane == 0) {
+    int cur = 0;
+    path_row[0] = 0;
+    while (len + 1 < n && first_s[cur] != 0x7FFFFFFF) {
+      cur = first_s[cur];
+      path_row[++len] = cur;
+    }
+    accepted[b] = len;
+    bonus[b] = target_s[cur];
+  }
+  len = __shfl_sync(0xFFFFFFFFu, len, 0);
+  for (int i = len + 1 + lane; i < n; i += 32) path_row[i] = -1;
+}
+
 } // namespace specbench::kernels::detail

@@ -1,14 +1,14 @@
 // DDTree tree building on the GPU. One block per request. Warp 0 runs the reference's best-first
-// search exactly: the frontier (candidates not yet in the tree) lives in shared memory, slot s
-// owned by lane s % 32; each lane keeps its best candidate under the reference order (score
-// descending, depth ascending, rank path ascending), and one step pops the warp-wide best with a
-// warp max of the score keys (ties: min depth, then a rank-path comparison that walks both
-// candidates' ancestors). Scores are computed with the reference's float operations in the same
-// order, so the tree, its node numbering and its scores are bit-identical. The whole block then
-// writes the outputs and the ancestor masks in parallel.
+// search exactly: the frontier (candidates not yet in the tree) lives in registers, S slots per
+// lane (the live frontier never exceeds budget + 1); each lane keeps a copy of its best candidate
+// under the reference order (score descending, depth ascending, rank path ascending), and one
+// step pops the warp-wide best with a warp max of the score keys (ties: min depth, then a
+// rank-path comparison that walks both candidates' ancestors in shared memory). The popped slot
+// takes the next sibling, the least-loaded lane takes the first child, and only those two lanes
+// recompute their best. Scores use the reference's float operations in the same order, so the
+// tree, its node numbering and its scores are bit-identical. The whole block then writes the
+// outputs and the ancestor masks in parallel.
 #include "common.cuh"
-
-#include <mutex>
 
 namespace specbench::kernels {
 namespace detail {
@@ -17,12 +17,6 @@ namespace {
 constexpr int kThreads = 256;
 constexpr std::size_t kLogpCacheBytes = 16 * 1024;
 
-struct Cand {
-  float score;
-  int32_t parent;
-  int16_t depth; // -1 once popped
-  int16_t rank;
-};
 
 // Key of a score under the reference order (larger is better); NaN sorts below -inf.
 __device__ __forceinline__ uint32_t score_key(float f) {
@@ -34,7 +28,7 @@ __device__ __forceinline__ uint32_t score_key(float f) {
 struct Layout {
   int n, words, kc;
   bool cache_logp, rows_in_smem;
-  std::size_t off_tree, off_front, off_logp, off_rows, total;
+  std::size_t off_tree, off_logp, off_rows, total;
 };
 
 Layout make_layout(int budget, int depth, int k, bool want_mask, int smem_limit) {
@@ -44,8 +38,6 @@ Layout make_layout(int budget, int depth, int k, bool want_mask, int smem_limit)
   l.kc = k < l.n ? k : l.n; // ranks above budget are never reached
   l.off_tree = 0;
   std::size_t off = align_up(7 * sizeof(int32_t) * l.n, 16);
-  l.off_front = off;
-  off += align_up(sizeof(Cand) * (2 * static_cast<std::size_t>(l.n) + 1), 16);
   const std::size_t logp = sizeof(float) * static_cast<std::size_t>(depth) * l.kc;
   l.cache_logp = logp <= kLogpCacheBytes;
   l.off_logp = off;
@@ -68,6 +60,7 @@ struct BuildArgs {
   DdtreeOutputs out;
 };
 
+template <int S>
 __global__ void __launch_bounds__(kThreads) ddtree_kernel(BuildArgs a) {
   extern __shared__ __align__(16) unsigned char smem[];
   const int n = a.lay.n, tid = threadIdx.x, b = blockIdx.x;
@@ -78,7 +71,6 @@ __global__ void __launch_bounds__(kThreads) ddtree_kernel(BuildArgs a) {
   int32_t* t_first = reinterpret_cast<int32_t*>(t_score + n);
   int32_t* t_next = t_first + n;
   int32_t* t_last = t_next + n;
-  Cand* fr = reinterpret_cast<Cand*>(smem + a.lay.off_front);
   float* lpc = reinterpret_cast<float*>(smem + a.lay.off_logp);
   const int depth = a.depth, k = a.k, kc = a.lay.kc;
   const float* glp = a.top_logp + static_cast<int64_t>(b) * depth * k;
@@ -97,9 +89,9 @@ __global__ void __launch_bounds__(kThreads) ddtree_kernel(BuildArgs a) {
     auto lp = [&](int d, int r) -> float {
       return a.lay.cache_logp ? lpc[(d - 1) * kc + r] : __ldg(glp + (d - 1) * k + r);
     };
-    // Rank-path order of two candidates of equal depth: walk up to the common ancestor.
-    auto path_less = [&](const Cand& x, const Cand& y) {
-      int px = x.parent, py = y.parent, rx = x.rank, ry = y.rank;
+    // Rank-path order of two candidates of equal depth, given as (parent, rank): walk both up to
+    // their common ancestor; the ranks just below it decide.
+    auto path_less = [&](int px, int rx, int py, int ry) {
       while (px != py) {
         rx = t_rank[px];
         ry = t_rank[py];
@@ -108,105 +100,127 @@ __global__ void __launch_bounds__(kThreads) ddtree_kernel(BuildArgs a) {
       }
       return rx < ry;
     };
-    auto better = [&](const Cand& x, const Cand& y) {
-      const uint32_t kx = score_key(x.score), ky = score_key(y.score);
-      if (kx != ky) return kx > ky;
-      if (x.depth != y.depth) return x.depth < y.depth;
-      return path_less(x, y);
-    };
     if (lane == 0) {
       t_parent[0] = -1;
       t_rank[0] = -1;
       t_depth[0] = 0;
       t_score[0] = 0.0f;
     }
-    int count = 1, used = 0;
-    int my_best = -1;
-    uint32_t my_key = 0;
-    int my_depth = 0;
-    if (depth > 0 && k > 0 && a.budget > 0) {
-      if (lane == 0) {
-        fr[0] = Cand{lp(1, 0), 0, 1, 0};
-        my_best = 0;
-        my_key = score_key(fr[0].score);
-        my_depth = 1;
+    // This lane's frontier slots, in registers (static indices only), and a copy of its best.
+    float sc[S];
+    int32_t pa[S];
+    uint32_t dr[S]; // depth << 16 | rank
+    uint64_t live = 0; // bit j: slot j holds a candidate
+    bool have = false;
+    uint32_t bk = 0; // key of the best (0: none)
+    int bd = 0, bp = 0, br = 0, bslot = 0;
+    float bs = 0.0f;
+#pragma unroll
+    for (int j = 0; j < S; ++j) {
+      sc[j] = 0.0f;
+      pa[j] = 0;
+      dr[j] = 0;
+    }
+    auto recompute = [&]() {
+      have = false;
+      bk = 0;
+#pragma unroll
+      for (int j = 0; j < S; ++j) {
+        if ((live >> j) & 1ull) {
+          const uint32_t kj = score_key(sc[j]);
+          const int dj = static_cast<int>(dr[j] >> 16), rj = static_cast<int>(dr[j] & 0xFFFFu);
+          const bool take = !have || kj > bk ||
+                            (kj == bk && (dj < bd || (dj == bd && path_less(pa[j], rj, bp, br))));
+          if (take) {
+            have = true;
+            bk = kj;
+            bd = dj;
+            br = rj;
+            bp = pa[j];
+            bs = sc[j];
+            bslot = j;
+          }
+        }
       }
-      used = 1;
+    };
+    int count = 1;
+    if (depth > 0 && k > 0 && a.budget > 0 && lane == 0) {
+      sc[0] = lp(1, 0);
+      pa[0] = 0;
+      dr[0] = 1u << 16;
+      live = 1ull;
+      recompute();
     }
     __syncwarp();
     const uint32_t key_neg_inf = 0x007FFFFFu;
     while (count <= a.budget) {
-      const uint32_t m = __reduce_max_sync(0xFFFFFFFFu, my_key);
+      const uint32_t m = __reduce_max_sync(0xFFFFFFFFu, bk);
       if (m <= key_neg_inf) break; // empty frontier, or only -inf (and NaN) left
-      const bool mine = my_key == m;
+      const bool mine = have && bk == m;
       const unsigned tied = __ballot_sync(0xFFFFFFFFu, mine);
       int w = __ffs(tied) - 1;
-      if (tied & (tied - 1)) {
-        const int md = __reduce_min_sync(0xFFFFFFFFu, mine ? my_depth : 0x7FFFFFFF);
-        const unsigned t2 = __ballot_sync(0xFFFFFFFFu, mine && my_depth == md);
+      if (tied & (tied - 1)) { // rare: equal scores; then depth, then rank path
+        const int md = __reduce_min_sync(0xFFFFFFFFu, mine ? bd : 0x7FFFFFFF);
+        const unsigned t2 = __ballot_sync(0xFFFFFFFFu, mine && bd == md);
         w = __ffs(t2) - 1;
         if (t2 & (t2 - 1)) {
-          int ws = __shfl_sync(0xFFFFFFFFu, my_best, w);
+          int wp = __shfl_sync(0xFFFFFFFFu, bp, w), wr = __shfl_sync(0xFFFFFFFFu, br, w);
           unsigned rest = t2 & (t2 - 1);
           while (rest) {
             const int l = __ffs(rest) - 1;
             rest &= rest - 1;
-            const int ls = __shfl_sync(0xFFFFFFFFu, my_best, l);
-            if (path_less(fr[ls], fr[ws])) {
+            const int lp_ = __shfl_sync(0xFFFFFFFFu, bp, l), lr = __shfl_sync(0xFFFFFFFFu, br, l);
+            if (path_less(lp_, lr, wp, wr)) {
               w = l;
-              ws = ls;
+              wp = lp_;
+              wr = lr;
             }
           }
         }
       }
-      const int slot = __shfl_sync(0xFFFFFFFFu, my_best, w);
-      const Cand c = fr[slot];
+      const float cs = __shfl_sync(0xFFFFFFFFu, bs, w);
+      const int cp = __shfl_sync(0xFFFFFFFFu, bp, w);
+      const int cd = __shfl_sync(0xFFFFFFFFu, bd, w);
+      const int cr = __shfl_sync(0xFFFFFFFFu, br, w);
       const int node = count++;
       if (lane == 0) {
-        t_parent[node] = c.parent;
-        t_rank[node] = c.rank;
-        t_depth[node] = c.depth;
-        t_score[node] = c.score;
-        const int p = c.parent;
-        if (t_last[p] < 0) t_first[p] = node;
-        else t_next[t_last[p]] = node;
-        t_last[p] = node;
+        t_parent[node] = cp;
+        t_rank[node] = cr;
+        t_depth[node] = cd;
+        t_score[node] = cs;
+        if (t_last[cp] < 0) t_first[cp] = node;
+        else t_next[t_last[cp]] = node;
+        t_last[cp] = node;
       }
-      const int first_new = used;
-      if (c.rank + 1 < k) { // next sibling: the reference's (score - lp(d, r)) + lp(d, r + 1)
-        const int s = used++;
-        if (lane == (s & 31))
-          fr[s] = Cand{__fadd_rn(__fsub_rn(c.score, lp(c.depth, c.rank)), lp(c.depth, c.rank + 1)),
-                       c.parent, c.depth, static_cast<int16_t>(c.rank + 1)};
-      }
-      if (c.depth < depth) { // first child
-        const int s = used++;
-        if (lane == (s & 31))
-          fr[s] = Cand{__fadd_rn(c.score, lp(c.depth + 1, 0)), node,
-                       static_cast<int16_t>(c.depth + 1), 0};
-      }
-      if (lane == w) fr[slot].depth = -1;
-      __syncwarp();
-      if (lane == w) { // rescan the winner's slots
-        my_best = -1;
-        my_key = 0;
-        for (int s = lane; s < used; s += 32) {
-          if (fr[s].depth < 0) continue;
-          if (my_best < 0 || better(fr[s], fr[my_best])) my_best = s;
+      // The reference's float operations, in its order: (score - lp(d, r)) + lp(d, r + 1) for the
+      // next sibling, score + lp(d + 1, 0) for the first child.
+      const bool has_sib = cr + 1 < k, has_child = cd < depth;
+      const float sib = has_sib ? __fadd_rn(__fsub_rn(cs, lp(cd, cr)), lp(cd, cr + 1)) : 0.0f;
+      const float child = has_child ? __fadd_rn(cs, lp(cd + 1, 0)) : 0.0f;
+      // The sibling takes the popped slot; the child goes to the least-loaded lane.
+      uint64_t after = live;
+      if (lane == w && !has_sib) after &= ~(1ull << bslot);
+      const int target =
+          has_child ? static_cast<int>(__reduce_min_sync(
+                          0xFFFFFFFFu, (static_cast<unsigned>(__popcll(after)) << 5) | lane) & 31)
+                    : -1;
+      const int free_slot = __ffsll(static_cast<long long>(~after)) - 1;
+#pragma unroll
+      for (int j = 0; j < S; ++j) {
+        if (lane == w && has_sib && j == bslot) {
+          sc[j] = sib;
+          dr[j] = (static_cast<uint32_t>(cd) << 16) | static_cast<uint32_t>(cr + 1);
         }
-        if (my_best >= 0) {
-          my_key = score_key(fr[my_best].score);
-          my_depth = fr[my_best].depth;
+        if (lane == target && j == free_slot) {
+          sc[j] = child;
+          pa[j] = node;
+          dr[j] = (static_cast<uint32_t>(cd + 1) << 16);
         }
-      } else {
-        for (int s = first_new; s < used; ++s)
-          if ((s & 31) == lane && (my_best < 0 || better(fr[s], fr[my_best]))) {
-            my_best = s;
-            my_key = score_key(fr[s].score);
-            my_depth = fr[s].depth;
-          }
       }
-      __syncwarp();
+      live = after;
+      if (lane == target) live |= 1ull << free_slot;
+      __syncwarp(); // the new tree node is visible to path_less
+      if (lane == w || lane == target) recompute();
     }
     if (lane == 0) s_count = count;
   }
@@ -270,8 +284,9 @@ Status build_ddtree(const float* top_logp, const int32_t* top_ids, const int32_t
   if (batch == 0) return {};
   const int limit = detail::max_smem_per_block();
   const bool want_mask = out.mask != nullptr || out.mask_packed != nullptr;
-  const detail::Layout lay = detail::make_layout(budget, depth, k, want_mask, limit);
-  if (lay.total > static_cast<std::size_t>(limit))
+  // 1 KiB left for the kernel's static shared memory.
+  const detail::Layout lay = detail::make_layout(budget, depth, k, want_mask, limit - 1024);
+  if (lay.total > static_cast<std::size_t>(limit - 1024))
     return Status(StatusCode::invalid_argument,
                   "budget " + std::to_string(budget) + " needs " + std::to_string(lay.total) +
                       " bytes of shared memory, this GPU offers " + std::to_string(limit),
@@ -281,13 +296,24 @@ Status build_ddtree(const float* top_logp, const int32_t* top_ids, const int32_t
                   "the ancestor mask of budget " + std::to_string(budget) +
                       " does not fit in shared memory on this GPU",
                   "also pass out.mask_packed (the kernel builds the rows there)", where);
-  static std::once_flag once;
-  std::call_once(once, [limit] {
-    cudaFuncSetAttribute(detail::ddtree_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                         limit);
-  });
   detail::BuildArgs a{top_logp, top_ids, root_tokens, seq_lens, depth, k, budget, lay, out};
-  detail::ddtree_kernel<<<batch, detail::kThreads, lay.total, stream>>>(a);
+  // Frontier slots per lane: the live frontier never exceeds budget + 1 candidates.
+  const int n = budget + 1;
+  const auto kernel = n <= 128   ? detail::ddtree_kernel<4>
+                      : n <= 256 ? detail::ddtree_kernel<8>
+                                 : detail::ddtree_kernel<33>;
+  if (lay.total > 48 * 1024) {
+    cudaFuncAttributes attr{};
+    cudaError_t e = cudaFuncGetAttributes(&attr, kernel);
+    if (e == cudaSuccess)
+      e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               limit - static_cast<int>(attr.sharedSizeBytes));
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      return detail::cuda_status(e, where, "cudaFuncSetAttribute");
+    }
+  }
+  kernel<<<batch, detail::kThreads, lay.total, stream>>>(a);
   return detail::launch_status(where);
 }
 

@@ -50,6 +50,20 @@ __global__ void __launch_bounds__(kThreads)
   const T* x = logits + row * vocab;
   const int tid = threadIdx.x;
 
+  extern __shared__ int32_t smem[];
+  int32_t* par = smem;
+  int32_t* tok = par + nodes;
+  int32_t* tgt = tok + nodes;
+  int32_t* first = tgt + nodes;
+  const int64_t off = static_cast<int64_t>(b) * nodes;
+  // Small trees are staged now, while the logits loads are in flight, so that the last block
+  // does not wait for them after the reduction.
+  const bool staged = nodes <= kThreads;
+  if (staged && tid < nodes) {
+    if (parents) par[tid] = parents[off + tid];
+    tok[tid] = tokens[off + tid];
+  }
+
   float best = -INFINITY;
   int64_t best_idx = 0x7FFFFFFF; // no element
   bool nan = false;
@@ -127,16 +141,11 @@ __global__ void __launch_bounds__(kThreads)
 
   // This block finished last for request b: every partial of the request is visible.
   __threadfence();
-  extern __shared__ int32_t smem[];
-  int32_t* par = smem;
-  int32_t* tok = par + nodes;
-  int32_t* tgt = tok + nodes;
-  int32_t* first = tgt + nodes;
-  const int64_t off = static_cast<int64_t>(b) * nodes;
-  for (int i = tid; i < nodes; i += kThreads) {
-    if (parents) par[i] = parents[off + i];
-    tok[i] = tokens[off + i];
-  }
+  if (!staged)
+    for (int i = tid; i < nodes; i += kThreads) {
+      if (parents) par[i] = parents[off + i];
+      tok[i] = tokens[off + i];
+    }
   const int warp = tid >> 5, lane = tid & 31;
   for (int r = warp; r < nodes; r += kThreads / 32) {
     uint64_t m = 0;
@@ -152,8 +161,10 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
   __syncthreads();
-  block_walk_tree(parents ? par : nullptr, tok, tgt, first, nodes, accept_path, accepted, bonus, b);
-  if (tid == 0) counters[b] = 0; // ready for the next call (and for graph replays)
+  if (tid < 32) {
+    warp_walk_tree(parents ? par : nullptr, tok, tgt, first, nodes, accept_path, accepted, bonus, b);
+    if (tid == 0) counters[b] = 0; // ready for the next call (and for graph replays)
+  }
 }
 
 template <typename T, bool kVec> void set_smem_attr() {

@@ -58,29 +58,61 @@ __device__ int warp_draw(const SamplingArgs& a, int64_t grow, const float* p, co
     const float2 v = __ldcg(s + j);
     return comp == 0 ? v.x : v.y;
   };
+  // Lane l holds segments [c0 + l*8, c0 + l*8 + 8) of a chunk of 256 segments: one round trip
+  // for the total and the segment search when the row has at most 256 segments (V <= 262144).
+  constexpr int C = 8;
+  float v[C];
+  auto load_chunk = [&](int64_t c0) {
+#pragma unroll
+    for (int j = 0; j < C; ++j) {
+      const int64_t sj = c0 + lane * C + j;
+      v[j] = sj < a.segs ? part(sj) : 0.0f;
+    }
+  };
   float tot = 0.0f;
-  for (int64_t j = lane; j < a.segs; j += 32) tot += part(j);
-  tot = warp_sum(tot);
+  for (int64_t c0 = 0; c0 < a.segs; c0 += 32 * C) {
+    load_chunk(c0);
+    float ls = 0.0f;
+#pragma unroll
+    for (int j = 0; j < C; ++j) ls += v[j];
+    tot += warp_sum(ls);
+  }
   if (!(tot > 0.0f)) return -1;
   const float target = u * tot;
   // The segment whose inclusive prefix first exceeds the target.
   float run = 0.0f, before = 0.0f;
   int64_t seg = -1, last_pos = -1;
-  for (int64_t c = 0; c < a.segs; c += 32) {
-    const int64_t j = c + lane;
-    const float v = j < a.segs ? part(j) : 0.0f;
-    float incl = v;
+  for (int64_t c0 = 0; c0 < a.segs; c0 += 32 * C) {
+    if (a.segs > 32 * C) load_chunk(c0);
+    float ls = 0.0f;
+#pragma unroll
+    for (int j = 0; j < C; ++j) ls += v[j];
+    float incl = ls;
     for (int o = 1; o < 32; o <<= 1) {
       const float t = __shfl_up_sync(0xFFFFFFFFu, incl, o);
       if (lane >= o) incl += t;
     }
-    const unsigned pos = __ballot_sync(0xFFFFFFFFu, v > 0.0f);
-    if (pos) last_pos = c + 31 - __clz(pos);
-    const unsigned hit = __ballot_sync(0xFFFFFFFFu, v > 0.0f && run + incl > target);
+    float cum = run + (incl - ls);
+    int64_t cand = -1, lastp = -1;
+    float cand_before = 0.0f;
+#pragma unroll
+    for (int j = 0; j < C; ++j) {
+      if (v[j] > 0.0f) {
+        lastp = c0 + lane * C + j;
+        if (cand < 0 && cum + v[j] > target) {
+          cand = lastp;
+          cand_before = cum;
+        }
+      }
+      cum += v[j];
+    }
+    const unsigned pos = __ballot_sync(0xFFFFFFFFu, lastp >= 0);
+    if (pos) last_pos = __shfl_sync(0xFFFFFFFFu, lastp, 31 - __clz(pos));
+    const unsigned hit = __ballot_sync(0xFFFFFFFFu, cand >= 0);
     if (hit) {
       const int l = __ffs(hit) - 1;
-      seg = c + l;
-      before = run + __shfl_sync(0xFFFFFFFFu, incl - v, l);
+      seg = __shfl_sync(0xFFFFFFFFu, cand, l);
+      before = __shfl_sync(0xFFFFFFFFu, cand_before, l);
       break;
     }
     run += __shfl_sync(0xFFFFFFFFu, incl, 31);
@@ -135,6 +167,19 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingArgs a) {
   const float* q = residual ? a.draft + (static_cast<int64_t>(b) * (a.rows - 1) + i) * a.vocab
                             : nullptr;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  extern __shared__ int32_t smem[];
+  const int n = a.rows;
+  const int64_t row0 = static_cast<int64_t>(b) * n;
+  int32_t* par = smem;
+  int32_t* tok = par + n;
+  int32_t* tgt = tok + n;
+  int32_t* first = tgt + n;
+  // Small trees are staged while the probabilities stream in (tree mode only).
+  const bool staged = kMode == kTree && n <= kThreads;
+  if (staged && static_cast<int>(threadIdx.x) < n) {
+    if (a.parents) par[threadIdx.x] = a.parents[row0 + threadIdx.x];
+    tok[threadIdx.x] = a.tokens[row0 + threadIdx.x];
+  }
   const int64_t seg_begin = split * a.segs_per_split;
   const int64_t seg_end = min(a.segs, seg_begin + a.segs_per_split);
   for (int64_t seg = seg_begin + warp; seg < seg_end; seg += kWarps) {
@@ -190,18 +235,12 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingArgs a) {
     seed = a.dev_seed_offset[0];
     offset = a.dev_seed_offset[1];
   }
-  const int n = a.rows;
-  const int64_t row0 = static_cast<int64_t>(b) * n;
   if (kMode == kTree) {
-    extern __shared__ int32_t smem[];
-    int32_t* par = smem;
-    int32_t* tok = par + n;
-    int32_t* tgt = tok + n;
-    int32_t* first = tgt + n;
-    for (int r = threadIdx.x; r < n; r += kThreads) {
-      if (a.parents) par[r] = a.parents[row0 + r];
-      tok[r] = a.tokens[row0 + r];
-    }
+    if (!staged)
+      for (int r = threadIdx.x; r < n; r += kThreads) {
+        if (a.parents) par[r] = a.parents[row0 + r];
+        tok[r] = a.tokens[row0 + r];
+      }
     for (int r = warp; r < n; r += kWarps) {
       const float u = specbench::detail::philox_uniform(seed, offset,
                                                         static_cast<uint32_t>(row0 + r), 0);
@@ -212,8 +251,9 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingArgs a) {
       }
     }
     __syncthreads();
-    block_walk_tree(a.parents ? par : nullptr, tok, tgt, first, n, a.out_tokens, a.accepted,
-                    a.bonus, b);
+    if (warp == 0)
+      warp_walk_tree(a.parents ? par : nullptr, tok, tgt, first, n, a.out_tokens, a.accepted,
+                     a.bonus, b);
   } else if (warp == 0) {
     const int k = n - 1;
     int pos = k;

@@ -439,7 +439,7 @@ TEST(KernelsGpu, SamplingVerifiersKeepTheTargetDistribution) {
 
 TEST(KernelsGpu, ChainSamplingMatchesReferenceOnRandomInputs) {
   std::mt19937 rng(16);
-  for (int64_t V : {int64_t{3}, int64_t{1001}, int64_t{8192}, int64_t{151936}})
+  for (int64_t V : {int64_t{3}, int64_t{1001}, int64_t{8192}, int64_t{151936}, int64_t{300007}})
     for (int kk : {0, 1, 4, 15}) {
       const int batch = 3;
       if (V * (kk + 1) * batch > 12'000'000) continue;

@@ -52,38 +52,18 @@ inline TopK random_topk(std::mt19937& rng, int depth, int k, bool ties, bool neg
   return t;
 }
 
-/// A tree of `n` nodes (root included) of the given shape; tokens are small so that duplicate
-/// sibling tokens happen now and then.
-inline DraftTree make_tree(std::mt19937& rng, TreeShape shape, int n, int vocab) {
-  if (shape == TreeShape::ddtree) {
-    const int depth = 1 + static_cast<int>(rng() % 16), k = 1 + static_cast<int>(rng() % 8);
-    const TopK t = random_topk(rng, depth, k, rng() % 2 == 0, rng() % 4 == 0);
-    DraftTree tree = build_ddtree_reference(t.logp, t.ids, depth, k, n - 1,
-                                            static_cast<int32_t>(rng() % vocab));
-    for (auto& tok : tree.tokens) tok = static_cast<int32_t>(tok % vocab);
-    return tree;
-  }
-  std::vector<int32_t> parents(n, -1);
-  for (int i = 1; i < n; ++i) {
-    switch (shape) {
-    case TreeShape::chain: parents[i] = i - 1; break;
-    case TreeShape::star: parents[i] = 0; break;
-    case TreeShape::deep: parents[i] = std::max(0, i - 1 - static_cast<int>(rng() % 3)); break;
-    default: parents[i] = static_cast<int>(rng() % i); break;
-    }
-  }
+/// A DraftTree from parents (parents[i] < i) and tokens, children linked in index order as
+/// link_children does.
+inline DraftTree tree_from_parents(const std::vector<int32_t>& parents,
+                                   const std::vector<int32_t>& tokens) {
+  const int n = static_cast<int>(parents.size());
   DraftTree t;
   t.parents = parents;
-  t.tokens.resize(n);
+  t.tokens = tokens;
   t.depths.assign(n, 0);
   t.scores.assign(n, 0.0f);
   t.ranks.assign(n, 0);
-  const int token_range = std::min(vocab, shape == TreeShape::star ? 4 * n + 4 : 16);
-  for (int i = 0; i < n; ++i) {
-    t.tokens[i] = static_cast<int32_t>(rng() % token_range);
-    if (i > 0) t.depths[i] = t.depths[parents[i]] + 1;
-  }
-  // first_child / next_sibling in index order, as link_children makes them.
+  for (int i = 1; i < n; ++i) t.depths[i] = t.depths[parents[i]] + 1;
   t.first_child.assign(n, -1);
   t.next_sibling.assign(n, -1);
   std::vector<int32_t> last(n, -1);
@@ -94,6 +74,38 @@ inline DraftTree make_tree(std::mt19937& rng, TreeShape shape, int n, int vocab)
     last[p] = i;
   }
   return t;
+}
+
+/// A tree of `n` nodes (root included) of the given shape; tokens are small so that duplicate
+/// sibling tokens happen now and then.
+inline DraftTree make_tree(std::mt19937& rng, TreeShape shape, int n, int vocab) {
+  if (shape == TreeShape::ddtree) {
+    const int depth = 1 + static_cast<int>(rng() % 16), k = 1 + static_cast<int>(rng() % 8);
+    const TopK t = random_topk(rng, depth, k, rng() % 2 == 0, rng() % 4 == 0);
+    DraftTree tree = build_ddtree_reference(t.logp, t.ids, depth, k, n - 1,
+                                            static_cast<int32_t>(rng() % vocab));
+    for (auto& tok : tree.tokens) tok = static_cast<int32_t>(tok % vocab);
+    if (tree.size() == n) return tree;
+    // Too few finite paths for n nodes: keep the DDTree part, hang the rest on random nodes.
+    std::vector<int32_t> parents = tree.parents, tokens = tree.tokens;
+    while (static_cast<int>(parents.size()) < n) {
+      parents.push_back(static_cast<int32_t>(rng() % parents.size()));
+      tokens.push_back(static_cast<int32_t>(rng() % vocab));
+    }
+    return tree_from_parents(parents, tokens);
+  }
+  std::vector<int32_t> parents(n, -1), tokens(n);
+  for (int i = 1; i < n; ++i) {
+    switch (shape) {
+    case TreeShape::chain: parents[i] = i - 1; break;
+    case TreeShape::star: parents[i] = 0; break;
+    case TreeShape::deep: parents[i] = std::max(0, i - 1 - static_cast<int>(rng() % 3)); break;
+    default: parents[i] = static_cast<int>(rng() % i); break;
+    }
+  }
+  const int token_range = std::min(vocab, shape == TreeShape::star ? 4 * n + 4 : 16);
+  for (auto& tok : tokens) tok = static_cast<int32_t>(rng() % token_range);
+  return tree_from_parents(parents, tokens);
 }
 
 /// Target tokens for every node: with probability `follow`, the token of a random child (so the
