@@ -120,8 +120,9 @@ struct PreflightPlan {
   std::map<std::string, std::string> libraries;
   /// Root the host layer reads /dev, /proc and /sys under ("/" on a real machine; tests fake it).
   std::string root = "/";
-  /// Environment the host layer reads (CUDA_VISIBLE_DEVICES, ...); empty = the process's own.
-  std::optional<std::map<std::string, std::string>> environment;
+  /// Variables that override the process's environment, for the host layer (which reads
+  /// CUDA_VISIBLE_DEVICES, ...) and for the probe child process. Empty = the process's own.
+  std::map<std::string, std::string> environment;
 };
 
 /// The full answer: every check, per-layer times, per-GPU results, host facts.

@@ -1,0 +1,75 @@
+#include "preflight/dynlib.hpp"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <filesystem>
+
+namespace specbench::preflight {
+
+DynLib& DynLib::operator=(DynLib&& o) noexcept {
+  if (this != &o) {
+    if (handle_) ::dlclose(handle_);
+    handle_ = o.handle_;
+    path_ = std::move(o.path_);
+    error_ = std::move(o.error_);
+    o.handle_ = nullptr;
+  }
+  return *this;
+}
+
+DynLib::~DynLib() {
+  if (handle_) ::dlclose(handle_);
+}
+
+void* DynLib::symbol(const char* name) const noexcept {
+  return handle_ ? ::dlsym(handle_, name) : nullptr;
+}
+
+namespace {
+std::string loaded_path(void* handle) {
+  struct link_map* map = nullptr;
+  if (::dlinfo(handle, RTLD_DI_LINKMAP, &map) != 0 || map == nullptr || map->l_name == nullptr)
+    return {};
+  std::error_code ec;
+  auto canonical = std::filesystem::canonical(map->l_name, ec);
+  return ec ? std::string(map->l_name) : canonical.string();
+}
+} // namespace
+
+DynLib DynLib::open(const std::vector<std::string>& names, const std::vector<std::string>& dirs,
+                    const std::string& explicit_path) {
+  DynLib lib;
+  auto attempt = [&lib](const std::string& what) {
+    ::dlerror();
+    void* h = ::dlopen(what.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (h == nullptr) {
+      const char* e = ::dlerror();
+      if (lib.error_.empty() || what.find('/') == std::string::npos)
+        lib.error_ = e ? e : ("cannot load " + what);
+      return false;
+    }
+    lib.handle_ = h;
+    lib.path_ = loaded_path(h);
+    if (lib.path_.empty()) lib.path_ = what;
+    lib.error_.clear();
+    return true;
+  };
+  if (explicit_path == "none") {
+    lib.error_ = "loading disabled by the plan";
+    return lib;
+  }
+  if (!explicit_path.empty()) {
+    attempt(explicit_path);
+    return lib;
+  }
+  for (const auto& dir : dirs)
+    for (const auto& name : names) {
+      const std::string candidate = dir + "/" + name;
+      if (std::filesystem::exists(candidate) && attempt(candidate)) return lib;
+    }
+  for (const auto& name : names)
+    if (attempt(name)) return lib;
+  return lib;
+}
+
+} // namespace specbench::preflight

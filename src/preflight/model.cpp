@@ -1,0 +1,295 @@
+// Model layer: the model directory, config.json (architecture, context length), the safetensors
+// shards (every one present and exactly as long as its own header says), and whether the weights
+// fit in the free memory of the TP group. A model kept in /dev/shm that a reboot emptied gets its
+// own diagnosis.
+#include "preflight/layers.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace specbench::preflight {
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+namespace {
+
+std::string gib(double bytes) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.2f GiB", bytes / (1024.0 * 1024.0 * 1024.0));
+  return b;
+}
+
+// Filesystem type of the mount holding `p`, from /proc/mounts (longest matching mount point).
+std::string fs_type(Run& run, const std::string& p) {
+  std::ifstream in(run.path("/proc/mounts"));
+  std::string dev, mnt, type, best_type;
+  size_t best = 0;
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream ls(line);
+    if (!(ls >> dev >> mnt >> type)) continue;
+    if (p.rfind(mnt, 0) == 0 && mnt.size() >= best &&
+        (p.size() == mnt.size() || mnt == "/" || p[mnt.size()] == '/')) {
+      best = mnt.size();
+      best_type = type;
+    }
+  }
+  return best_type;
+}
+
+double uptime_s(Run& run) {
+  std::ifstream in(run.path("/proc/uptime"));
+  double up = -1;
+  in >> up;
+  return in ? up : -1;
+}
+
+std::string since(double s) {
+  if (s < 0) return "an unknown time";
+  if (s < 3600) return std::to_string(static_cast<int>(s / 60)) + " min";
+  if (s < 172800) return std::to_string(static_cast<int>(s / 3600)) + " h";
+  return std::to_string(static_cast<int>(s / 86400)) + " days";
+}
+
+// Checks one .safetensors file: an 8-byte little-endian header length, a JSON header, and a file
+// exactly as long as the header's largest data offset says. Returns "" when plausible.
+std::string check_safetensors(const fs::path& p, uintmax_t& size_out) {
+  std::error_code ec;
+  if (!fs::exists(p, ec)) {
+    if (fs::is_symlink(fs::symlink_status(p, ec)))
+      return "dangling symlink (its blob is gone)";
+    return "missing";
+  }
+  size_out = fs::file_size(p, ec);
+  if (ec) return "unreadable: " + ec.message();
+  std::ifstream in(p, std::ios::binary);
+  unsigned char len_bytes[8] = {};
+  if (!in.read(reinterpret_cast<char*>(len_bytes), 8)) return "shorter than 8 bytes";
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | len_bytes[i];
+  if (n == 0 || n > (uint64_t{100} << 20) || 8 + n > size_out) return "corrupt header length";
+  std::string header(static_cast<size_t>(n), '\0');
+  if (!in.read(header.data(), static_cast<std::streamsize>(n))) return "header cut short";
+  const json h = json::parse(header, nullptr, false);
+  if (h.is_discarded() || !h.is_object()) return "header is not JSON";
+  uint64_t end = 0;
+  for (auto& [k, v] : h.items()) {
+    if (k == "__metadata__" || !v.is_object() || !v.contains("data_offsets")) continue;
+    const auto& off = v["data_offsets"];
+    if (off.is_array() && off.size() == 2) end = std::max<uint64_t>(end, off[1].get<uint64_t>());
+  }
+  const uint64_t expected = 8 + n + end;
+  if (expected != size_out)
+    return "size " + std::to_string(size_out) + " bytes, its header says " +
+           std::to_string(expected) + " (truncated or incomplete download)";
+  return {};
+}
+
+} // namespace
+
+void run_model_layer(Run& run) {
+  const std::string& path = run.plan.model_path;
+  if (path.empty()) return;
+  std::error_code ec;
+  const bool in_shm = path.rfind("/dev/shm", 0) == 0;
+  const auto shm_diagnosis = [&](CheckResult& c) {
+    const std::string type = fs_type(run, path);
+    const double up = uptime_s(run);
+    c.facts.emplace_back("filesystem", type.empty() ? "unknown" : type);
+    c.facts.emplace_back("host_uptime", since(up));
+    c.diagnosis = "the model lived in /dev/shm, which is memory (" +
+                  (type.empty() ? std::string("tmpfs") : type) +
+                  ") and is emptied at every boot; the machine booted " + since(up) +
+                  " ago, so the model was most likely lost in that reboot";
+    c.remedy = "download the model again (or copy it from persistent storage) before the run; "
+               "keep a copy on disk and stage it to /dev/shm in a boot-time step";
+  };
+  bool dir_ok = false;
+  { // directory
+    const auto t0 = Clock::now();
+    auto c = make_check("model.dir", PreflightLayer::model);
+    c.facts.emplace_back("path", path);
+    if (!fs::is_directory(path, ec)) {
+      c.status = CheckStatus::fail;
+      c.summary = "model directory " + path + " does not exist";
+      if (in_shm)
+        shm_diagnosis(c);
+      else {
+        c.diagnosis = "the path is wrong or the model was never downloaded here";
+        c.remedy = "download the model (e.g. huggingface-cli download ORG/NAME --local-dir " +
+                   path + ") or fix --model";
+      }
+    } else if (fs::is_empty(path, ec)) {
+      c.status = CheckStatus::fail;
+      c.summary = "model directory " + path + " is empty";
+      if (in_shm)
+        shm_diagnosis(c);
+      else {
+        c.diagnosis = "the download did not happen or was removed";
+        c.remedy = "download the model again";
+      }
+    } else {
+      dir_ok = true;
+      c.summary = "model directory present";
+    }
+    add_check(run, std::move(c), t0);
+  }
+  const auto blocked = [&](const char* id, const std::string& why) {
+    auto c = make_check(id, PreflightLayer::model);
+    c.status = CheckStatus::skipped;
+    c.summary = why;
+    run.report.checks.push_back(std::move(c));
+  };
+  if (!dir_ok) {
+    for (const char* id : {"model.config", "model.weights", "model.memory_fit"})
+      blocked(id, "blocked by model.dir");
+    return;
+  }
+  { // config.json
+    const auto t0 = Clock::now();
+    auto c = make_check("model.config", PreflightLayer::model);
+    std::ifstream in(fs::path(path) / "config.json");
+    const json cfg = in ? json::parse(in, nullptr, false) : json();
+    if (!in || cfg.is_discarded() || !cfg.is_object()) {
+      c.status = CheckStatus::fail;
+      c.summary = !in ? "config.json missing" : "config.json is not valid JSON";
+      c.diagnosis = "the model download is incomplete";
+      c.remedy = "download the model again (config.json comes with every Hugging Face model)";
+    } else {
+      std::string arch = "unknown";
+      if (cfg.contains("architectures") && cfg["architectures"].is_array() &&
+          !cfg["architectures"].empty() && cfg["architectures"][0].is_string())
+        arch = cfg["architectures"][0].get<std::string>();
+      long long ctx = 0;
+      for (const json* j : {&cfg, cfg.contains("text_config") ? &cfg["text_config"] : nullptr})
+        if (j && j->is_object() && j->contains("max_position_embeddings") &&
+            (*j)["max_position_embeddings"].is_number_integer() && ctx == 0)
+          ctx = (*j)["max_position_embeddings"].get<long long>();
+      c.facts.emplace_back("architecture", arch);
+      c.facts.emplace_back("context_length", ctx ? std::to_string(ctx) : "unknown");
+      if (cfg.contains("model_type") && cfg["model_type"].is_string())
+        c.facts.emplace_back("model_type", cfg["model_type"].get<std::string>());
+      if (arch == "unknown" || ctx == 0) {
+        c.status = CheckStatus::warn;
+        c.summary = "config.json lacks " +
+                    std::string(arch == "unknown" ? "architectures" : "max_position_embeddings");
+        c.diagnosis = "the context-length check of the sweep cannot use the model's limit";
+        c.remedy = "set the context length explicitly in the sweep";
+      } else {
+        c.summary = arch + ", context " + std::to_string(ctx) + " tokens";
+      }
+    }
+    add_check(run, std::move(c), t0);
+  }
+  uintmax_t weight_bytes = 0;
+  bool weights_ok = false;
+  { // safetensors
+    const auto t0 = Clock::now();
+    auto c = make_check("model.weights", PreflightLayer::model);
+    const fs::path index = fs::path(path) / "model.safetensors.index.json";
+    std::vector<std::string> shards;
+    uintmax_t declared = 0;
+    if (fs::exists(index, ec)) {
+      std::ifstream in(index);
+      const json j = json::parse(in, nullptr, false);
+      if (j.is_discarded() || !j.contains("weight_map") || !j["weight_map"].is_object()) {
+        c.status = CheckStatus::fail;
+        c.summary = "model.safetensors.index.json is unreadable or has no weight_map";
+      } else {
+        std::set<std::string> unique;
+        for (auto& [tensor, file] : j["weight_map"].items())
+          if (file.is_string()) unique.insert(file.get<std::string>());
+        shards.assign(unique.begin(), unique.end());
+        if (j.contains("metadata") && j["metadata"].contains("total_size") &&
+            j["metadata"]["total_size"].is_number())
+          declared = j["metadata"]["total_size"].get<uintmax_t>();
+      }
+    } else if (fs::exists(fs::path(path) / "model.safetensors", ec)) {
+      shards = {"model.safetensors"};
+    } else {
+      c.status = CheckStatus::fail;
+      c.summary = "no model.safetensors or model.safetensors.index.json";
+    }
+    std::string problems;
+    int bad = 0;
+    for (const auto& s : shards) {
+      uintmax_t size = 0;
+      const std::string why = check_safetensors(fs::path(path) / s, size);
+      weight_bytes += size;
+      if (!why.empty()) {
+        if (bad++ < 4) problems += (problems.empty() ? "" : "; ") + s + ": " + why;
+      }
+    }
+    c.facts.emplace_back("shards", std::to_string(shards.size()));
+    c.facts.emplace_back("bytes_on_disk", std::to_string(weight_bytes));
+    if (declared) c.facts.emplace_back("index_total_size", std::to_string(declared));
+    if (c.status != CheckStatus::fail) {
+      if (bad > 0) {
+        c.status = CheckStatus::fail;
+        c.summary = std::to_string(bad) + " of " + std::to_string(shards.size()) +
+                    " weight shard(s) missing or damaged: " + problems;
+      } else if (declared && weight_bytes < declared) {
+        c.status = CheckStatus::fail;
+        c.summary = "shards hold " + gib(static_cast<double>(weight_bytes)) +
+                    " but the index declares " + gib(static_cast<double>(declared));
+      } else {
+        weights_ok = true;
+        c.summary = std::to_string(shards.size()) + " shard(s), " +
+                    gib(static_cast<double>(weight_bytes)) + ", headers and sizes consistent";
+      }
+    }
+    if (c.status == CheckStatus::fail) {
+      if (in_shm)
+        shm_diagnosis(c);
+      else {
+        c.diagnosis = "the download is incomplete or was interrupted";
+        c.remedy = "download the model again (huggingface-cli download resumes partial files)";
+      }
+    }
+    add_check(run, std::move(c), t0);
+  }
+  { // fit
+    const auto t0 = Clock::now();
+    auto c = make_check("model.memory_fit", PreflightLayer::model);
+    unsigned long long free_total = 0;
+    int known = 0;
+    for (int ord : run.report.planned_gpus)
+      for (const auto& g : run.report.gpus)
+        if (g.cuda_ordinal == ord && g.memory_free_bytes) {
+          free_total += g.memory_free_bytes;
+          ++known;
+        }
+    if (!weights_ok) {
+      c.status = CheckStatus::skipped;
+      c.summary = "blocked by model.weights";
+    } else if (known == 0 || known < static_cast<int>(run.report.planned_gpus.size())) {
+      c.status = CheckStatus::skipped;
+      c.summary = "free GPU memory unknown (GPU layers did not answer)";
+    } else {
+      const double need = static_cast<double>(weight_bytes) * run.plan.model_memory_headroom;
+      c.facts.emplace_back("weights", gib(static_cast<double>(weight_bytes)));
+      c.facts.emplace_back("free_in_tp_group", gib(static_cast<double>(free_total)));
+      c.facts.emplace_back("headroom", std::to_string(run.plan.model_memory_headroom));
+      if (need > static_cast<double>(free_total)) {
+        c.status = CheckStatus::fail;
+        c.summary = "weights need " + gib(need) + " with headroom, the TP group has " +
+                    gib(static_cast<double>(free_total)) + " free";
+        c.diagnosis = "the model does not fit in the free memory of the planned GPUs";
+        c.remedy = "use a larger --tp, free the GPUs (see the processes under driver.gpuN), or a "
+                   "quantised model";
+      } else {
+        c.summary = "weights " + gib(static_cast<double>(weight_bytes)) + " fit in " +
+                    gib(static_cast<double>(free_total)) + " free across the TP group";
+      }
+    }
+    add_check(run, std::move(c), t0);
+  }
+}
+
+} // namespace specbench::preflight

@@ -1,0 +1,6 @@
+// specbench-gpu-probe: the child process of the preflight's CUDA layers. Not meant to be run by
+// hand; `specbench preflight` starts it with a JSON request and reads JSON lines back.
+// (.cxx, not .cpp: the library globs src/**/*.cpp and must not contain this main.)
+#include "specbench/preflight.hpp"
+
+int main(int argc, char** argv) { return specbench::gpu_probe_main(argc, argv); }

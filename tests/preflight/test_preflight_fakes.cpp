@@ -1,0 +1,467 @@
+// The preflight against fake driver libraries on a fake machine root: each test reproduces one
+// real failure (the seeds' incident, no driver, 35, 802, 803, a hanging cuInit, counts that
+// disagree, a GPU that vanishes) and checks layer, diagnosis, remedy and verdict.
+#include "fake_machine.hpp"
+
+#include "specbench/build_info.hpp"
+#include "support/test_paths.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdlib>
+#include <iostream>
+
+namespace specbench {
+namespace {
+using testing::FakeMachine;
+using testing::Uvm;
+using ::testing::HasSubstr;
+
+const CheckResult& check(const PreflightReport& r, const std::string& id) {
+  const CheckResult* c = r.find(id);
+  if (c == nullptr) {
+    ADD_FAILURE() << "no check " << id << " in report:\n" << r.to_table();
+    static CheckResult none;
+    return none;
+  }
+  return *c;
+}
+
+int exit_code(const PreflightReport& r) {
+  if (std::getenv("PREFLIGHT_TEST_VERBOSE")) std::cout << r.to_table() << "\n";
+  return r.could_not_run() ? 2 : r.passed() ? 0 : 1;
+}
+
+TEST(PreflightFakes, SeedsIncidentNvmlHealthyCuInit999UvmMissingInLxc) {
+  FakeMachine m("seeds");
+  m.driver_loaded("595.71.05", Uvm::missing_node);
+  m.gpu_nodes(8);
+  m.container("lxc");
+  m.set("FAKE_GPU_COUNT", "8");
+  m.set("FAKE_CUDA_INIT_RESULT", "999");
+  const PreflightReport r = run_preflight(m.plan(1));
+  ASSERT_FALSE(r.could_not_run()) << r.run_error.to_string();
+  // NVML: eight healthy GPUs.
+  EXPECT_EQ(r.host.nvml_device_count, 8);
+  EXPECT_EQ(check(r, "driver.nvml").status, CheckStatus::pass);
+  for (int i = 0; i < 8; ++i)
+    EXPECT_EQ(check(r, "driver.gpu" + std::to_string(i)).status, CheckStatus::pass) << i;
+  EXPECT_EQ(r.layer(PreflightLayer::driver).status, CheckStatus::pass);
+  // Host evidence: the uvm node is missing.
+  EXPECT_EQ(check(r, "host.uvm").status, CheckStatus::fail);
+  EXPECT_EQ(r.host.container, "lxc");
+  // cuInit 999 is the failure, in the cuda-driver layer, with the combined diagnosis.
+  const CheckResult& init = check(r, "cuda.init");
+  EXPECT_EQ(init.layer, PreflightLayer::cuda_driver);
+  EXPECT_EQ(init.status, CheckStatus::fail);
+  EXPECT_EQ(init.cuda_error, 999);
+  EXPECT_EQ(init.cuda_error_name, "CUDA_ERROR_UNKNOWN");
+  EXPECT_THAT(init.diagnosis, HasSubstr("NVML works"));
+  EXPECT_THAT(init.diagnosis, HasSubstr("/dev/nvidia-uvm is missing"));
+  EXPECT_THAT(init.remedy, HasSubstr("modprobe nvidia-uvm"));
+  EXPECT_THAT(init.remedy, HasSubstr("restart this lxc container"));
+  // Later layers are blocked, not run and not passed.
+  EXPECT_EQ(check(r, "compute").status, CheckStatus::skipped);
+  EXPECT_THAT(check(r, "compute").summary, HasSubstr("blocked by cuda-driver (cuda.init)"));
+  EXPECT_EQ(r.layer(PreflightLayer::compute).blocked_by, "cuda-driver");
+  EXPECT_EQ(r.layer(PreflightLayer::interconnect).blocked_by, "cuda-driver");
+  EXPECT_EQ(exit_code(r), 1);
+  EXPECT_STREQ(r.verdict(), "fail");
+}
+
+TEST(PreflightFakes, StaleUvmMajorAfterRebootIsNamed) {
+  FakeMachine m("stale-major");
+  m.driver_loaded("595.71.05", Uvm::stale_major);
+  m.gpu_nodes(8);
+  m.container("lxc");
+  m.set("FAKE_GPU_COUNT", "8");
+  m.set("FAKE_CUDA_INIT_RESULT", "999");
+  const PreflightReport r = run_preflight(m.plan(1));
+  EXPECT_THAT(check(r, "host.uvm").summary, HasSubstr("major 1 but the loaded nvidia-uvm driver has major 510"));
+  EXPECT_THAT(check(r, "cuda.init").diagnosis, HasSubstr("stale node"));
+  EXPECT_EQ(exit_code(r), 1);
+}
+
+TEST(PreflightFakes, Error999WithGoodNodesInContainerMeansStaleContainer) {
+  FakeMachine m("stale-container");
+  m.healthy(8);
+  m.container("lxc");
+  m.set("FAKE_CUDA_INIT_RESULT", "999");
+  const PreflightReport r = run_preflight(m.plan(1));
+  EXPECT_EQ(check(r, "host.uvm").status, CheckStatus::pass);
+  EXPECT_THAT(check(r, "cuda.init").diagnosis, HasSubstr("stale"));
+  EXPECT_THAT(check(r, "cuda.init").remedy, HasSubstr("restart the container"));
+}
+
+TEST(PreflightFakes, NoDriverAtAll) {
+  FakeMachine m("no-driver"); // empty root: no module, no nodes
+  PreflightPlan plan = m.plan(1);
+  plan.library_path.clear();
+  plan.libraries = {{"nvml", (m.root / "nowhere/libnvidia-ml.so.1").string()},
+                    {"cuda", (m.root / "nowhere/libcuda.so.1").string()}};
+  const auto t0 = std::chrono::steady_clock::now();
+  const PreflightReport r = run_preflight(plan);
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(check(r, "host.kernel_module").status, CheckStatus::fail);
+  EXPECT_EQ(check(r, "driver.nvml").status, CheckStatus::fail);
+  const CheckResult& load = check(r, "cuda.load");
+  EXPECT_EQ(load.status, CheckStatus::fail);
+  EXPECT_THAT(load.diagnosis, HasSubstr("no NVIDIA driver on this machine"));
+  EXPECT_EQ(check(r, "compute").status, CheckStatus::skipped);
+  EXPECT_EQ(exit_code(r), 1);
+  EXPECT_LT(ms, 5000.0); // generous bound for a loaded CI box; docs/preflight.md has the timing
+}
+
+TEST(PreflightFakes, DriverOlderThanRuntimeIs35) {
+  if (!build_info::cuda_compiled) GTEST_SKIP() << "built without CUDA: no runtime version to compare";
+  FakeMachine m("driver-old");
+  m.healthy(1);
+  m.set("FAKE_CUDA_DRIVER_VERSION", "12040");
+  const PreflightReport r = run_preflight(m.plan(1));
+  const CheckResult& v = check(r, "cuda.version");
+  EXPECT_EQ(v.status, CheckStatus::fail);
+  EXPECT_EQ(v.cuda_error, 35);
+  EXPECT_THAT(v.summary, HasSubstr("driver supports CUDA 12.4"));
+  EXPECT_THAT(v.remedy, HasSubstr("install a driver that supports CUDA"));
+  EXPECT_EQ(exit_code(r), 1);
+}
+
+TEST(PreflightFakes, FabricNotReadyIs802) {
+  FakeMachine m("fabric");
+  m.healthy(8);
+  m.set("FAKE_NVML_FABRIC_STATE", "2"); // in progress
+  m.set("FAKE_CUDA_INIT_RESULT", "802");
+  const PreflightReport r = run_preflight(m.plan(8));
+  const CheckResult& g0 = check(r, "driver.gpu0");
+  EXPECT_EQ(g0.status, CheckStatus::fail);
+  EXPECT_THAT(g0.summary, HasSubstr("NVLink fabric still in progress"));
+  EXPECT_THAT(g0.remedy, HasSubstr("nvidia-fabricmanager"));
+  const CheckResult& init = check(r, "cuda.init");
+  EXPECT_EQ(init.cuda_error, 802);
+  EXPECT_EQ(init.cuda_error_name, "CUDA_ERROR_SYSTEM_NOT_READY");
+  EXPECT_THAT(init.diagnosis, HasSubstr("NVLink fabric is not ready"));
+  EXPECT_THAT(init.remedy, HasSubstr("nvidia-fabricmanager"));
+  EXPECT_EQ(exit_code(r), 1);
+}
+
+TEST(PreflightFakes, DriverLibraryMismatchIs803) {
+  FakeMachine m("mismatch");
+  m.driver_loaded("590.48.01"); // kernel module still the old one
+  m.gpu_nodes(2);
+  m.set("FAKE_GPU_COUNT", "2");
+  m.set("FAKE_NVML_INIT_RESULT", "18"); // NVML_ERROR_LIB_RM_VERSION_MISMATCH
+  m.set("FAKE_CUDA_INIT_RESULT", "803");
+  const PreflightReport r = run_preflight(m.plan(1));
+  const CheckResult& nvml = check(r, "driver.nvml");
+  EXPECT_EQ(nvml.status, CheckStatus::fail);
+  EXPECT_THAT(nvml.summary, HasSubstr("NVML_ERROR_LIB_RM_VERSION_MISMATCH"));
+  // cuInit is still tried although NVML failed.
+  const CheckResult& init = check(r, "cuda.init");
+  EXPECT_EQ(init.cuda_error, 803);
+  EXPECT_THAT(init.diagnosis, HasSubstr("kernel module 590.48.01"));
+  EXPECT_THAT(init.remedy, HasSubstr("reboot the host"));
+  EXPECT_EQ(exit_code(r), 1);
+}
+
+TEST(PreflightFakes, NvmlVersionAheadOfKernelModuleWarnsBefore803) {
+  FakeMachine m("mismatch-warn");
+  m.driver_loaded("590.48.01");
+  m.gpu_nodes(1);
+  m.set("FAKE_GPU_COUNT", "1");
+  m.set("FAKE_CUDA_INIT_RESULT", "803");
+  const PreflightReport r = run_preflight(m.plan(1));
+  EXPECT_EQ(check(r, "driver.nvml").status, CheckStatus::warn);
+  EXPECT_THAT(check(r, "driver.nvml").diagnosis, HasSubstr("803"));
+  EXPECT_THAT(check(r, "cuda.init").diagnosis, HasSubstr("NVML 595.71.05"));
+}
+
+TEST(PreflightFakes, HangingCuInitIsKilledNotWaitedFor) {
+  FakeMachine m("hang");
+  m.healthy(1);
+  m.set("FAKE_CUDA_INIT_HANG", "1");
+  PreflightPlan plan = m.plan(1);
+  plan.timeouts.cuda_init = std::chrono::milliseconds(700);
+  const auto t0 = std::chrono::steady_clock::now();
+  const PreflightReport r = run_preflight(plan);
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(ms, 4000.0);
+  const CheckResult& init = check(r, "cuda.init");
+  EXPECT_EQ(init.status, CheckStatus::fail);
+  EXPECT_THAT(init.summary, HasSubstr("did not return within"));
+  EXPECT_THAT(init.diagnosis, HasSubstr("hangs in cuInit"));
+  EXPECT_EQ(check(r, "compute").status, CheckStatus::skipped);
+  EXPECT_EQ(exit_code(r), 1);
+}
+
+TEST(PreflightFakes, NvmlAndCudaCountsDisagree) {
+  FakeMachine m("counts");
+  m.driver_loaded();
+  m.gpu_nodes(8, /*missing=*/7);
+  m.set("FAKE_GPU_COUNT", "8");
+  m.set("FAKE_CUDA_DEVICE_COUNT", "7");
+  const PreflightReport r = run_preflight(m.plan(1));
+  const CheckResult& match = check(r, "cuda.match");
+  EXPECT_EQ(match.status, CheckStatus::warn);
+  EXPECT_THAT(match.summary, HasSubstr("NVML sees 8 GPU(s), CUDA 7"));
+  EXPECT_THAT(match.summary, HasSubstr("0000:08:00.0"));
+  EXPECT_THAT(match.diagnosis, HasSubstr("/dev/nvidia7"));
+  EXPECT_EQ(r.host.cuda_device_count, 7);
+  // The planned GPU itself works: a warning, not a failure.
+  EXPECT_EQ(exit_code(r), 0) << r.to_table();
+  EXPECT_STREQ(r.verdict(), "warn");
+}
+
+TEST(PreflightFakes, VisibilityVariableExplainsFewerCudaDevices) {
+  FakeMachine m("visible");
+  m.healthy(8);
+  m.set("FAKE_CUDA_DEVICE_COUNT", "2");
+  PreflightPlan plan = m.plan(2);
+  plan.environment["CUDA_VISIBLE_DEVICES"] = "4,5";
+  const PreflightReport r = run_preflight(plan);
+  EXPECT_EQ(check(r, "cuda.match").status, CheckStatus::pass);
+  EXPECT_THAT(check(r, "cuda.match").summary, HasSubstr("as CUDA_VISIBLE_DEVICES asks"));
+}
+
+TEST(PreflightFakes, DeviceVanishesBetweenLayers) {
+  FakeMachine m("vanish");
+  m.healthy(2);
+  m.set("FAKE_CUDA_VANISH_ORDINAL", "1");
+  PreflightPlan plan = m.plan(2);
+  const PreflightReport r = run_preflight(plan);
+  EXPECT_EQ(check(r, "driver.gpu1").status, CheckStatus::pass); // NVML saw it healthy first
+  EXPECT_EQ(check(r, "compute.gpu0.context").status, CheckStatus::pass);
+  const CheckResult& ctx = check(r, "compute.gpu1.context");
+  EXPECT_EQ(ctx.status, CheckStatus::fail);
+  EXPECT_THAT(ctx.diagnosis, HasSubstr("vanished between layers"));
+  EXPECT_THAT(ctx.diagnosis, HasSubstr("NVML_ERROR_GPU_IS_LOST"));
+  EXPECT_THAT(ctx.remedy, HasSubstr("Xid 79"));
+  EXPECT_EQ(check(r, "interconnect.nccl").status, CheckStatus::skipped);
+  EXPECT_EQ(r.layer(PreflightLayer::interconnect).blocked_by, "compute");
+  EXPECT_EQ(exit_code(r), 1);
+}
+
+TEST(PreflightFakes, HealthyTp2RunsEveryLayerAndVerifiesResults) {
+  FakeMachine m("healthy");
+  m.healthy(2);
+  const PreflightReport r = run_preflight(m.plan(2));
+  ASSERT_FALSE(r.could_not_run()) << r.run_error.to_string();
+  for (const char* id :
+       {"host.uvm", "driver.nvml", "driver.gpu0", "cuda.init", "cuda.count", "cuda.match",
+        "compute.gpu0.context", "compute.gpu0.alloc", "compute.gpu0.memcpy",
+        "compute.gpu0.gemm", "compute.gpu1.gemm", "interconnect.peer_access",
+        "interconnect.p2p_copy", "interconnect.nccl"})
+    EXPECT_EQ(check(r, id).status, CheckStatus::pass) << id << ": " << check(r, id).summary;
+  EXPECT_THAT(check(r, "interconnect.nccl").summary, HasSubstr("right sum"));
+  if (build_info::cuda_compiled) {
+    EXPECT_EQ(check(r, "compute.gpu0.kernel").status, CheckStatus::pass);
+    EXPECT_EQ(exit_code(r), 0) << r.to_table();
+  } else {
+    EXPECT_EQ(check(r, "compute.gpu0.kernel").status, CheckStatus::warn);
+    EXPECT_THAT(check(r, "compute.gpu0.kernel").remedy, HasSubstr("rebuild"));
+  }
+  EXPECT_EQ(r.planned_gpus, (std::vector<int>{0, 1}));
+  ASSERT_EQ(r.gpus.size(), 2u);
+  EXPECT_EQ(r.gpus[0].nvml_index, 0);
+  EXPECT_EQ(r.gpus[0].cuda_ordinal, 0);
+  EXPECT_TRUE(r.gpus[1].planned);
+  EXPECT_GT(r.gpus[0].bandwidth_gbps, 0.0);
+  EXPECT_EQ(r.gpus[0].pci_bus_id, "0000:01:00.0");
+  for (const auto& l : r.layers)
+    if (l.layer != PreflightLayer::model) {
+      EXPECT_NE(l.status, CheckStatus::skipped) << to_string(l.layer);
+    }
+}
+
+TEST(PreflightFakes, WrongDataIsCaught) {
+  FakeMachine m("corrupt");
+  m.healthy(1);
+  m.set("FAKE_CUDA_CORRUPT_COPY", "1");
+  m.set("FAKE_CUBLAS_WRONG", "1");
+  const PreflightReport r = run_preflight(m.plan(1));
+  EXPECT_EQ(check(r, "compute.gpu0.memcpy").status, CheckStatus::fail);
+  EXPECT_EQ(check(r, "compute.gpu0.gemm").status, CheckStatus::fail);
+  if (build_info::cuda_compiled) {
+    EXPECT_EQ(check(r, "compute.gpu0.kernel").status, CheckStatus::fail);
+  }
+  EXPECT_EQ(exit_code(r), 1);
+}
+
+TEST(PreflightFakes, NoKernelImageNamesCompiledArchitectures) {
+  if (!build_info::cuda_compiled) GTEST_SKIP() << "built without CUDA: no kernel image at all";
+  FakeMachine m("no-image");
+  m.healthy(1);
+  m.set("FAKE_CUDA_CC", "121");
+  m.set("FAKE_CUDA_MODULE_RESULT", "209");
+  const PreflightReport r = run_preflight(m.plan(1));
+  const CheckResult& k = check(r, "compute.gpu0.kernel");
+  EXPECT_EQ(k.status, CheckStatus::fail);
+  EXPECT_EQ(k.cuda_error, 209);
+  EXPECT_THAT(k.diagnosis, HasSubstr("compute capability 12.1"));
+  EXPECT_THAT(k.diagnosis, HasSubstr(std::string("architectures ") + build_info::cuda_architectures));
+  EXPECT_THAT(k.remedy, HasSubstr("121"));
+}
+
+TEST(PreflightFakes, TpGroupLargerThanVisibleGpus) {
+  FakeMachine m("tp-too-big");
+  m.healthy(1);
+  const PreflightReport r = run_preflight(m.plan(2));
+  const CheckResult& d = check(r, "cuda.devices");
+  EXPECT_EQ(d.status, CheckStatus::fail);
+  EXPECT_EQ(d.cuda_error, 101);
+  EXPECT_THAT(d.summary, HasSubstr("TP group needs 2 GPU(s) (0,1), 1 visible"));
+  EXPECT_EQ(check(r, "interconnect.peer_access").status, CheckStatus::skipped);
+  EXPECT_THAT(check(r, "interconnect.peer_access").summary, HasSubstr("TP group needs 2 GPUs, 1 visible"));
+  // The GPU that exists is still checked.
+  EXPECT_EQ(check(r, "compute.gpu0.context").status, CheckStatus::pass);
+  EXPECT_EQ(exit_code(r), 1);
+}
+
+TEST(PreflightFakes, SingleGpuSkipsInterconnect) {
+  FakeMachine m("tp1");
+  m.healthy(1);
+  const PreflightReport r = run_preflight(m.plan(1));
+  EXPECT_EQ(check(r, "interconnect.nccl").status, CheckStatus::skipped);
+  EXPECT_THAT(check(r, "interconnect.nccl").summary, HasSubstr("TP group of 1 GPU"));
+}
+
+TEST(PreflightFakes, ExclusiveProcessComputeModeExplains46) {
+  FakeMachine m("excl");
+  m.healthy(1);
+  m.set("FAKE_NVML_COMPUTE_MODE", "2");
+  m.set("FAKE_CUDA_CTX_RESULT", "46");
+  const PreflightReport r = run_preflight(m.plan(1));
+  EXPECT_EQ(check(r, "driver.gpu0").status, CheckStatus::fail);
+  const CheckResult& ctx = check(r, "compute.gpu0.context");
+  EXPECT_EQ(ctx.cuda_error, 46);
+  EXPECT_THAT(ctx.diagnosis, HasSubstr("Prohibited"));
+}
+
+TEST(PreflightFakes, EmptyCudaVisibleDevicesHidesEverything) {
+  FakeMachine m("cvd-empty");
+  m.healthy(2);
+  PreflightPlan plan = m.plan(1);
+  plan.environment["CUDA_VISIBLE_DEVICES"] = "";
+  m.set("FAKE_CUDA_INIT_RESULT", "100");
+  const PreflightReport r = run_preflight(plan);
+  EXPECT_EQ(check(r, "host.visibility").status, CheckStatus::fail);
+  EXPECT_THAT(check(r, "cuda.init").diagnosis, HasSubstr("CUDA_VISIBLE_DEVICES hides every GPU"));
+}
+
+TEST(PreflightFakes, MissingProbeExecutableCouldNotRun) {
+  FakeMachine m("no-probe");
+  m.healthy(1);
+  PreflightPlan plan = m.plan(1);
+  plan.probe_path = (m.root / "missing-probe").string();
+  const PreflightReport r = run_preflight(plan);
+  EXPECT_TRUE(r.could_not_run());
+  EXPECT_EQ(exit_code(r), 2);
+  EXPECT_THAT(r.run_error.message(), HasSubstr("could not start the GPU probe"));
+  // What ran before is kept.
+  EXPECT_NE(r.find("driver.nvml"), nullptr);
+}
+
+TEST(PreflightFakes, ForkFallbackWithoutProbeExecutable) {
+  FakeMachine m("fork");
+  m.healthy(1);
+  m.set("FAKE_CUDA_INIT_RESULT", "999");
+  PreflightPlan plan = m.plan(1);
+  plan.probe_path.clear();
+  plan.environment["SPECBENCH_GPU_PROBE"] = "";
+  // With no executable found next to the test binary, the library forks itself; either way the
+  // answer must be the same.
+  const PreflightReport r = run_preflight(plan);
+  EXPECT_EQ(check(r, "cuda.init").cuda_error, 999);
+}
+
+TEST(PreflightFakes, JsonReportFollowsSchema) {
+  FakeMachine m("json");
+  m.driver_loaded("595.71.05", Uvm::missing_node);
+  m.gpu_nodes(8);
+  m.set("FAKE_GPU_COUNT", "8");
+  m.set("FAKE_CUDA_INIT_RESULT", "999");
+  const PreflightReport r = run_preflight(m.plan(1));
+  const auto j = nlohmann::json::parse(r.to_json());
+  EXPECT_EQ(j["schema_version"], 1);
+  EXPECT_EQ(j["verdict"], "fail");
+  EXPECT_EQ(j["exit_code"], 1);
+  EXPECT_EQ(j["first_failure"]["layer"], "host"); // host.uvm fails first, as evidence
+  EXPECT_EQ(j["host"]["nvml_device_count"], 8);
+  EXPECT_EQ(j["layers"].size(), 6u);
+  EXPECT_EQ(j["layers"][2]["layer"], "cuda-driver");
+  EXPECT_EQ(j["layers"][2]["status"], "fail");
+  EXPECT_EQ(j["layers"][3]["blocked_by"], "cuda-driver");
+  EXPECT_EQ(j["gpus"].size(), 8u);
+  bool found = false;
+  for (const auto& c : j["checks"])
+    if (c["id"] == "cuda.init") {
+      found = true;
+      EXPECT_EQ(c["cuda_error"]["code"], 999);
+      EXPECT_EQ(c["cuda_error"]["name"], "CUDA_ERROR_UNKNOWN");
+      EXPECT_TRUE(c["diagnosis"].is_string());
+      EXPECT_TRUE(c["remedy"].is_string());
+      EXPECT_TRUE(c["elapsed_ms"].is_number());
+    }
+  EXPECT_TRUE(found);
+}
+
+// The CLI end to end, with the fakes put in front through LD_LIBRARY_PATH.
+TEST(PreflightCli, SeedsIncidentExitsOneWithJson) {
+  FakeMachine m("cli");
+  m.driver_loaded("595.71.05", Uvm::missing_node);
+  m.gpu_nodes(8);
+  const auto res = testing::run_cli(
+      {testing::cli_path().string(), "preflight", "--json", "--root", m.root.string()},
+      {{"LD_LIBRARY_PATH", testing::fake_driver_dir()},
+       {"FAKE_GPU_COUNT", "8"},
+       {"FAKE_CUDA_INIT_RESULT", "999"},
+       {"FAKE_STATE_DIR", (m.root / "state").string()}});
+  ASSERT_EQ(res.exit_code, 1) << res.out;
+  const auto j = nlohmann::json::parse(res.out);
+  EXPECT_EQ(j["verdict"], "fail");
+  bool init_failed = false;
+  for (const auto& c : j["checks"])
+    if (c["id"] == "cuda.init") init_failed = c["status"] == "fail" && c["cuda_error"]["code"] == 999;
+  EXPECT_TRUE(init_failed) << res.out;
+}
+
+TEST(PreflightCli, HumanTableAndExitCodes) {
+  FakeMachine m("cli-table");
+  m.healthy(1);
+  const std::map<std::string, std::string> env = {{"LD_LIBRARY_PATH", testing::fake_driver_dir()},
+                                                  {"FAKE_GPU_COUNT", "1"},
+                                                  {"FAKE_STATE_DIR", (m.root / "state").string()}};
+  auto res = testing::run_cli({testing::cli_path().string(), "preflight", "--root",
+                               m.root.string(), "--alloc-mib", "2"},
+                              env);
+  EXPECT_EQ(res.exit_code, build_info::cuda_compiled ? 0 : 0) << res.out;
+  EXPECT_THAT(res.out, HasSubstr("cuda.init"));
+  EXPECT_THAT(res.out, HasSubstr("verdict:"));
+  EXPECT_EQ(res.out.find("\033["), std::string::npos) << "no colour when stdout is a pipe";
+  res = testing::run_cli({testing::cli_path().string(), "preflight", "--gpus", "0,0"}, env);
+  EXPECT_EQ(res.exit_code, 2);
+  res = testing::run_cli({testing::cli_path().string(), "preflight", "--gpus", "x"}, env);
+  EXPECT_EQ(res.exit_code, 2);
+}
+
+// The real machine: where there is no NVIDIA driver (the CI box), the answer is a clean
+// "no driver" with exit code 1, fast.
+TEST(PreflightCli, RealMachineWithoutDriverSaysSo) {
+  if (std::filesystem::exists("/dev/nvidiactl") || std::filesystem::exists("/proc/driver/nvidia"))
+    GTEST_SKIP() << "this machine has an NVIDIA driver";
+  const auto res = testing::run_cli({testing::cli_path().string(), "preflight", "--json"}, {});
+  ASSERT_EQ(res.exit_code, 1) << res.out;
+  const auto j = nlohmann::json::parse(res.out);
+  EXPECT_EQ(j["first_failure"]["id"], "host.kernel_module");
+  bool said = false;
+  for (const auto& c : j["checks"])
+    if (c["id"] == "cuda.load" && c["diagnosis"].is_string())
+      said = c["diagnosis"].get<std::string>().find("no NVIDIA driver on this machine") !=
+             std::string::npos;
+  EXPECT_TRUE(said) << res.out;
+}
+
+} // namespace
+} // namespace specbench

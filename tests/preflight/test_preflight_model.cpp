@@ -1,0 +1,139 @@
+// The model layer: directory, config.json, safetensors shards checked against their own headers,
+// memory fit, and the "/dev/shm emptied by a reboot" diagnosis.
+#include "fake_machine.hpp"
+
+#include "support/test_paths.hpp"
+
+#include <gtest/gtest.h>
+#include <gmock/gmock.h>
+
+#include <fstream>
+
+namespace specbench {
+namespace {
+using testing::FakeMachine;
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+
+// Writes a valid safetensors file holding one F32 tensor of `floats` elements.
+void write_shard(const fs::path& p, size_t floats) {
+  const std::string header = "{\"w\":{\"dtype\":\"F32\",\"shape\":[" + std::to_string(floats) +
+                             "],\"data_offsets\":[0," + std::to_string(floats * 4) + "]}}";
+  std::ofstream out(p, std::ios::binary);
+  const uint64_t n = header.size();
+  for (int i = 0; i < 8; ++i) out.put(static_cast<char>((n >> (8 * i)) & 0xff));
+  out << header;
+  out << std::string(floats * 4, '\0');
+}
+
+fs::path make_model(const fs::path& dir, int shards, size_t floats_per_shard) {
+  fs::create_directories(dir);
+  std::ofstream(dir / "config.json")
+      << R"({"architectures":["Qwen3ForCausalLM"],"model_type":"qwen3",)"
+      << R"("text_config":{"max_position_embeddings":32768}})";
+  std::string map;
+  size_t total = 0;
+  for (int s = 0; s < shards; ++s) {
+    const std::string name = "model-0000" + std::to_string(s + 1) + "-of-0000" +
+                             std::to_string(shards) + ".safetensors";
+    write_shard(dir / name, floats_per_shard);
+    total += floats_per_shard * 4;
+    map += std::string(map.empty() ? "" : ",") + "\"layer" + std::to_string(s) + ".w\":\"" + name + "\"";
+  }
+  std::ofstream(dir / "model.safetensors.index.json")
+      << "{\"metadata\":{\"total_size\":" << total << "},\"weight_map\":{" << map << "}}";
+  return dir;
+}
+
+const CheckResult& check(const PreflightReport& r, const std::string& id) {
+  const CheckResult* c = r.find(id);
+  if (!c) {
+    ADD_FAILURE() << "missing " << id << "\n" << r.to_table();
+    static CheckResult none;
+    return none;
+  }
+  return *c;
+}
+
+TEST(PreflightModel, CompleteModelPassesAndFits) {
+  FakeMachine m("model-ok");
+  m.healthy(1);
+  PreflightPlan plan = m.plan(1);
+  plan.model_path = make_model(m.root / "models/qwen", 3, 1000).string();
+  const PreflightReport r = run_preflight(plan);
+  EXPECT_EQ(check(r, "model.dir").status, CheckStatus::pass);
+  EXPECT_EQ(check(r, "model.config").status, CheckStatus::pass);
+  EXPECT_THAT(check(r, "model.config").summary, HasSubstr("Qwen3ForCausalLM, context 32768"));
+  EXPECT_EQ(check(r, "model.weights").status, CheckStatus::pass) << check(r, "model.weights").summary;
+  EXPECT_EQ(check(r, "model.memory_fit").status, CheckStatus::pass);
+}
+
+TEST(PreflightModel, MissingAndTruncatedShardsFail) {
+  FakeMachine m("model-bad");
+  m.healthy(1);
+  PreflightPlan plan = m.plan(1);
+  const fs::path dir = make_model(m.root / "models/qwen", 3, 1000);
+  fs::remove(dir / "model-00002-of-00003.safetensors");
+  fs::resize_file(dir / "model-00003-of-00003.safetensors",
+                  fs::file_size(dir / "model-00003-of-00003.safetensors") - 100);
+  plan.model_path = dir.string();
+  const PreflightReport r = run_preflight(plan);
+  const CheckResult& w = check(r, "model.weights");
+  EXPECT_EQ(w.status, CheckStatus::fail);
+  EXPECT_THAT(w.summary, HasSubstr("2 of 3 weight shard(s) missing or damaged"));
+  EXPECT_THAT(w.summary, HasSubstr("model-00002-of-00003.safetensors: missing"));
+  EXPECT_THAT(w.summary, HasSubstr("truncated"));
+  EXPECT_EQ(check(r, "model.memory_fit").status, CheckStatus::skipped);
+}
+
+TEST(PreflightModel, DanglingHuggingFaceSymlinksAreNamed) {
+  FakeMachine m("model-dangling");
+  m.healthy(1);
+  PreflightPlan plan = m.plan(1);
+  const fs::path dir = make_model(m.root / "models/qwen", 1, 10);
+  fs::remove(dir / "model-00001-of-00001.safetensors");
+  fs::create_symlink("../../blobs/abc123", dir / "model-00001-of-00001.safetensors");
+  plan.model_path = dir.string();
+  const PreflightReport r = run_preflight(plan);
+  EXPECT_THAT(check(r, "model.weights").summary, HasSubstr("dangling symlink"));
+}
+
+TEST(PreflightModel, ModelLargerThanFreeMemoryFails) {
+  FakeMachine m("model-big");
+  m.healthy(1);
+  PreflightPlan plan = m.plan(1);
+  plan.model_path = make_model(m.root / "models/qwen", 1, 1000).string();
+  plan.model_memory_headroom = 1e9; // 4 KB of weights * 1e9 = 4 TB > one H200
+  const PreflightReport r = run_preflight(plan);
+  EXPECT_EQ(check(r, "model.memory_fit").status, CheckStatus::fail);
+  EXPECT_THAT(check(r, "model.memory_fit").remedy, HasSubstr("larger --tp"));
+}
+
+TEST(PreflightModel, ModelInDevShmGoneAfterRebootHasItsOwnDiagnosis) {
+  FakeMachine m("model-shm");
+  m.healthy(1);
+  std::ofstream(m.root / "proc/mounts") << "overlay / overlay rw 0 0\n"
+                                        << "tmpfs /dev/shm tmpfs rw,nosuid,nodev 0 0\n";
+  std::ofstream(m.root / "proc/uptime") << "1800.5 1000.0\n";
+  PreflightPlan plan = m.plan(1);
+  plan.model_path = "/dev/shm/specbench-test-no-such-model-" + std::to_string(::getpid());
+  const PreflightReport r = run_preflight(plan);
+  const CheckResult& d = check(r, "model.dir");
+  EXPECT_EQ(d.status, CheckStatus::fail);
+  EXPECT_THAT(d.diagnosis, HasSubstr("/dev/shm"));
+  EXPECT_THAT(d.diagnosis, HasSubstr("emptied at every boot"));
+  EXPECT_THAT(d.diagnosis, HasSubstr("booted 30 min ago"));
+  EXPECT_THAT(d.remedy, HasSubstr("download the model again"));
+  EXPECT_EQ(check(r, "model.weights").status, CheckStatus::skipped);
+}
+
+TEST(PreflightModel, NoModelPathNoModelLayer) {
+  FakeMachine m("model-none");
+  m.healthy(1);
+  const PreflightReport r = run_preflight(m.plan(1));
+  EXPECT_TRUE(r.checks_of(PreflightLayer::model).empty());
+  EXPECT_EQ(r.layer(PreflightLayer::model).status, CheckStatus::skipped);
+}
+
+} // namespace
+} // namespace specbench
