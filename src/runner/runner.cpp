@@ -257,6 +257,9 @@ private:
 
   void record(CellResult r) {
     r.finished_at = utc_now_iso8601();
+    if (r.status != CellStatus::ok && !r.failure)
+      r.failure = CellFailure{CellStage::runner, "no reason recorded (a specbench bug)", "", "",
+                              false, false};
     if (auto st = store_.commit(r); !st) {
       message("cannot write the result of " + r.cell_id + ": " + st.to_string());
     }
@@ -465,9 +468,11 @@ std::string SweepRun::check_memory_back(const Phase& phase, CellResult& r) {
 CellResult SweepRun::run_cell(const Cell& c, const Phase& phase) {
   CellResult r = base_result(c);
   const auto cell_start = Clock::now();
+  bool ended = false; // a stage failed or the user stopped: skip the remaining stages
   auto finish = [&](CellResult& res) { res.wall_s = seconds_since(cell_start); };
   auto fail = [&](CellStage stage, const std::string& reason, const std::string& diagnosis,
                   const std::vector<std::string>& tail, bool crashed) {
+    ended = true;
     r.status = CellStatus::failed;
     CellFailure f;
     f.stage = stage;
@@ -479,6 +484,7 @@ CellResult SweepRun::run_cell(const Cell& c, const Phase& phase) {
     r.failure = f;
   };
   auto interrupted = [&](CellStage stage, const std::vector<std::string>& tail) {
+    ended = true;
     r.status = CellStatus::interrupted;
     r.failure = CellFailure{stage, "interrupted by the user", "", join_lines(tail), false, false};
   };
@@ -531,7 +537,7 @@ CellResult SweepRun::run_cell(const Cell& c, const Phase& phase) {
       reason += " [log: " + rd.fatal->line + "]";
     fail(launch ? CellStage::launch : CellStage::readiness, reason, diagnosis, rd.log_tail, died);
   }
-  if (r.status != CellStatus::failed && r.status != CellStatus::interrupted) {
+  if (!ended) {
     r.readiness_s = rd.waited_s;
     ScrapeOptions so;
     so.base_url = server.base_url();
