@@ -48,6 +48,15 @@ __device__ __forceinline__ int32_t packed_index(uint64_t p) {
   return static_cast<int32_t>(~static_cast<uint32_t>(p));
 }
 
+/// Warp-wide max of packed argmax keys with two single-instruction reductions (sm_80+): the
+/// largest value key, then the smallest index among the lanes holding it.
+__device__ __forceinline__ uint64_t warp_max_packed(uint64_t v) {
+  const uint32_t key = static_cast<uint32_t>(v >> 32), inv = static_cast<uint32_t>(v);
+  const uint32_t m = __reduce_max_sync(0xFFFFFFFFu, key);
+  const uint32_t i = __reduce_max_sync(0xFFFFFFFFu, key == m ? inv : 0u);
+  return (static_cast<uint64_t>(m) << 32) | i;
+}
+
 __device__ __forceinline__ uint64_t warp_max_u64(uint64_t v) {
   for (int o = 16; o > 0; o >>= 1) {
     const uint64_t w = __shfl_xor_sync(0xFFFFFFFFu, v, o);

@@ -4,8 +4,8 @@
 // under the reference order (score descending, depth ascending, rank path ascending), and one
 // step pops the warp-wide best with a warp max of the score keys (ties: min depth, then a
 // rank-path comparison that walks both candidates' ancestors in shared memory). The popped slot
-// takes the next sibling, the least-loaded lane takes the first child, and only those two lanes
-// recompute their best. Scores use the reference's float operations in the same order, so the
+// takes the next sibling, lane (node % 32) takes the first child; the winner rescans its slots
+// and the receiving lane compares one candidate. Scores use the reference's float operations in the same order, so the
 // tree, its node numbering and its scores are bit-identical. The whole block then writes the
 // outputs and the ancestor masks in parallel.
 #include "common.cuh"
@@ -37,7 +37,7 @@ Layout make_layout(int budget, int depth, int k, bool want_mask, int smem_limit)
   l.words = (l.n + 31) / 32;
   l.kc = k < l.n ? k : l.n; // ranks above budget are never reached
   l.off_tree = 0;
-  std::size_t off = align_up(7 * sizeof(int32_t) * l.n, 16);
+  std::size_t off = align_up(6 * sizeof(int32_t) * l.n, 16);
   const std::size_t logp = sizeof(float) * static_cast<std::size_t>(depth) * l.kc;
   l.cache_logp = logp <= kLogpCacheBytes;
   l.off_logp = off;
@@ -70,14 +70,12 @@ __global__ void __launch_bounds__(kThreads) ddtree_kernel(BuildArgs a) {
   float* t_score = reinterpret_cast<float*>(t_depth + n);
   int32_t* t_first = reinterpret_cast<int32_t*>(t_score + n);
   int32_t* t_next = t_first + n;
-  int32_t* t_last = t_next + n;
   float* lpc = reinterpret_cast<float*>(smem + a.lay.off_logp);
   const int depth = a.depth, k = a.k, kc = a.lay.kc;
   const float* glp = a.top_logp + static_cast<int64_t>(b) * depth * k;
   for (int i = tid; i < n; i += kThreads) {
-    t_first[i] = -1;
+    t_first[i] = 0x7FFFFFFF;
     t_next[i] = -1;
-    t_last[i] = -1;
   }
   if (a.lay.cache_logp)
     for (int e = tid; e < depth * kc; e += kThreads) lpc[e] = glp[(e / kc) * k + e % kc];
@@ -188,9 +186,6 @@ __global__ void __launch_bounds__(kThreads) ddtree_kernel(BuildArgs a) {
         t_rank[node] = cr;
         t_depth[node] = cd;
         t_score[node] = cs;
-        if (t_last[cp] < 0) t_first[cp] = node;
-        else t_next[t_last[cp]] = node;
-        t_last[cp] = node;
       }
       // The reference's float operations, in its order: (score - lp(d, r)) + lp(d, r + 1) for the
       // next sibling, score + lp(d + 1, 0) for the first child.
@@ -200,10 +195,9 @@ __global__ void __launch_bounds__(kThreads) ddtree_kernel(BuildArgs a) {
       // The sibling takes the popped slot; the child goes to the least-loaded lane.
       uint64_t after = live;
       if (lane == w && !has_sib) after &= ~(1ull << bslot);
-      const int target =
-          has_child ? static_cast<int>(__reduce_min_sync(
-                          0xFFFFFFFFu, (static_cast<unsigned>(__popcll(after)) << 5) | lane) & 31)
-                    : -1;
+      // Children go round-robin: lane L receives at most ceil(budget / 32) of them and holds at
+      // most that many plus one candidate, which S covers (see the launcher).
+      const int target = has_child ? (node & 31) : -1;
       const int free_slot = __ffsll(static_cast<long long>(~after)) - 1;
 #pragma unroll
       for (int j = 0; j < S; ++j) {
@@ -220,13 +214,41 @@ __global__ void __launch_bounds__(kThreads) ddtree_kernel(BuildArgs a) {
       live = after;
       if (lane == target) live |= 1ull << free_slot;
       __syncwarp(); // the new tree node is visible to path_less
-      if (lane == w || lane == target) recompute();
+      if (lane == w) {
+        recompute();
+      } else if (lane == target) { // only the new child can displace this lane's best
+        const uint32_t kc_ = score_key(child);
+        const int dc = cd + 1;
+        if (!have || kc_ > bk || (kc_ == bk && (dc < bd || (dc == bd && path_less(node, 0, bp, br))))) {
+          have = true;
+          bk = kc_;
+          bd = dc;
+          br = 0;
+          bp = node;
+          bs = child;
+          bslot = free_slot;
+        }
+      }
     }
     if (lane == 0) s_count = count;
   }
   __syncthreads();
 
   const int count = s_count;
+  // Children lists in index order (link_children): first child = lowest index with that parent,
+  // next sibling = the next higher index with the same parent.
+  for (int i = 1 + tid; i < count; i += kThreads) {
+    const int p = t_parent[i];
+    atomicMin(&t_first[p], i);
+    int nx = -1;
+    for (int j = i + 1; j < count; ++j)
+      if (t_parent[j] == p) {
+        nx = j;
+        break;
+      }
+    t_next[i] = nx;
+  }
+  __syncthreads();
   const int64_t ob = static_cast<int64_t>(b) * n;
   const DdtreeOutputs& o = a.out;
   const int seq = a.seq_lens ? a.seq_lens[b] : 0;
@@ -238,7 +260,7 @@ __global__ void __launch_bounds__(kThreads) ddtree_kernel(BuildArgs a) {
     if (o.depths) o.depths[ob + i] = d;
     if (o.positions) o.positions[ob + i] = real ? seq + d : -1;
     if (o.scores) o.scores[ob + i] = real ? t_score[i] : -INFINITY;
-    if (o.first_child) o.first_child[ob + i] = real ? t_first[i] : -1;
+    if (o.first_child) o.first_child[ob + i] = (real && t_first[i] != 0x7FFFFFFF) ? t_first[i] : -1;
     if (o.next_sibling) o.next_sibling[ob + i] = real ? t_next[i] : -1;
     if (o.tokens) {
       int32_t t = -1;
@@ -297,11 +319,12 @@ Status build_ddtree(const float* top_logp, const int32_t* top_ids, const int32_t
                       " does not fit in shared memory on this GPU",
                   "also pass out.mask_packed (the kernel builds the rows there)", where);
   detail::BuildArgs a{top_logp, top_ids, root_tokens, seq_lens, depth, k, budget, lay, out};
-  // Frontier slots per lane: the live frontier never exceeds budget + 1 candidates.
   const int n = budget + 1;
-  const auto kernel = n <= 128   ? detail::ddtree_kernel<4>
-                      : n <= 256 ? detail::ddtree_kernel<8>
-                                 : detail::ddtree_kernel<33>;
+  // Slots per lane S >= ceil(budget / 32) + 1 (round-robin children plus one sibling).
+  (void)n;
+  const auto kernel = budget <= 96    ? detail::ddtree_kernel<4>
+                      : budget <= 256 ? detail::ddtree_kernel<9>
+                                      : detail::ddtree_kernel<33>;
   if (lay.total > 48 * 1024) {
     cudaFuncAttributes attr{};
     cudaError_t e = cudaFuncGetAttributes(&attr, kernel);

@@ -123,12 +123,12 @@ __global__ void __launch_bounds__(kThreads)
     __syncthreads();
     key = pack_argmax(0xFFFFFFFFu, static_cast<uint32_t>(nan_first));
   }
-  key = warp_max_u64(key);
+  key = warp_max_packed(key);
   if ((tid & 31) == 0) red[tid >> 5] = key;
   __syncthreads();
   if (tid < 32) {
     key = tid < kThreads / 32 ? red[tid] : 0ull;
-    key = warp_max_u64(key);
+    key = warp_max_packed(key);
     if (tid == 0) {
       partials[row * splits + split] = key;
       __threadfence();
@@ -154,7 +154,7 @@ __global__ void __launch_bounds__(kThreads)
       const uint64_t v = __ldcg(p + j);
       m = v > m ? v : m;
     }
-    m = warp_max_u64(m);
+    m = warp_max_packed(m);
     if (lane == 0) {
       tgt[r] = packed_index(m);
       if (target_out) target_out[off + r] = packed_index(m);

@@ -51,7 +51,7 @@ __device__ __forceinline__ float weight(const float* p, const float* q, int64_t 
 // Inverse-CDF draw by one warp over row `grow` (global row) with coin u. `comp` selects the sum
 // (0: weights, 1: plain p). Returns -1 when the row has no mass.
 __device__ int warp_draw(const SamplingArgs& a, int64_t grow, const float* p, const float* q,
-                         bool residual, int comp, float u) {
+                         bool residual, int comp, float u, bool vec) {
   const int lane = threadIdx.x & 31;
   const float2* s = a.sums + grow * a.segs;
   auto part = [&](int64_t j) {
@@ -127,11 +127,23 @@ __device__ int warp_draw(const SamplingArgs& a, int64_t grow, const float* p, co
   const int64_t base = seg * kSeg + lane * 32;
   float w[32];
   float lane_sum = 0.0f;
+  if (vec && base + 32 <= a.vocab) { // 16-byte loads of this lane's 32 weights
 #pragma unroll
-  for (int e = 0; e < 32; ++e) {
-    w[e] = base + e < a.vocab ? weight(p, q, base + e, residual) : 0.0f;
-    lane_sum += w[e];
+    for (int e = 0; e < 32; e += 4) {
+      const float4 pv = __ldcg(reinterpret_cast<const float4*>(p + base + e));
+      float4 qv = make_float4(0.f, 0.f, 0.f, 0.f);
+      if (residual) qv = __ldcg(reinterpret_cast<const float4*>(q + base + e));
+      w[e] = residual ? fmaxf(pv.x - qv.x, 0.0f) : fmaxf(pv.x, 0.0f);
+      w[e + 1] = residual ? fmaxf(pv.y - qv.y, 0.0f) : fmaxf(pv.y, 0.0f);
+      w[e + 2] = residual ? fmaxf(pv.z - qv.z, 0.0f) : fmaxf(pv.z, 0.0f);
+      w[e + 3] = residual ? fmaxf(pv.w - qv.w, 0.0f) : fmaxf(pv.w, 0.0f);
+    }
+  } else {
+#pragma unroll
+    for (int e = 0; e < 32; ++e) w[e] = base + e < a.vocab ? weight(p, q, base + e, residual) : 0.0f;
   }
+#pragma unroll
+  for (int e = 0; e < 32; ++e) lane_sum += w[e];
   float excl = lane_sum;
   for (int o = 1; o < 32; o <<= 1) {
     const float t = __shfl_up_sync(0xFFFFFFFFu, excl, o);
@@ -244,7 +256,7 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingArgs a) {
     for (int r = warp; r < n; r += kWarps) {
       const float u = specbench::detail::philox_uniform(seed, offset,
                                                         static_cast<uint32_t>(row0 + r), 0);
-      const int t = warp_draw(a, row0 + r, a.target + (row0 + r) * a.vocab, nullptr, false, 0, u);
+      const int t = warp_draw(a, row0 + r, a.target + (row0 + r) * a.vocab, nullptr, false, 0, u, kVec);
       if (lane == 0) {
         tgt[r] = t;
         if (a.target_out) a.target_out[row0 + r] = t;
@@ -282,10 +294,10 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingArgs a) {
     int t;
     if (pos < k) {
       const float* qr = a.draft + (static_cast<int64_t>(b) * k + pos) * a.vocab;
-      t = warp_draw(a, row0 + pos, pr, qr, true, 0, u);
-      if (t < 0) t = warp_draw(a, row0 + pos, pr, nullptr, false, 1, u);
+      t = warp_draw(a, row0 + pos, pr, qr, true, 0, u, kVec);
+      if (t < 0) t = warp_draw(a, row0 + pos, pr, nullptr, false, 1, u, kVec);
     } else {
-      t = warp_draw(a, row0 + pos, pr, nullptr, false, 0, u);
+      t = warp_draw(a, row0 + pos, pr, nullptr, false, 0, u, kVec);
     }
     int32_t* out = a.out_tokens + row0;
     for (int j = lane; j < n; j += 32)

@@ -365,7 +365,7 @@ TEST(KernelsGpu, SamplingVerifiersKeepTheTargetDistribution) {
   const std::vector<double> mass = {0.05, 0.2, 0.1, 0.15, 0.05, 0.25, 0.1, 0.1};
   std::vector<float> root(V, 0.0f);
   for (size_t i = 0; i < hot.size(); ++i) root[hot[i]] = static_cast<float>(mass[i]);
-  const int batch = 512, n = 4, calls = 60;
+  const int batch = 512, n = 4, calls = 200;
   DraftTree star = make_tree(*std::make_unique<std::mt19937>(1), TreeShape::star, n, 10);
   star.tokens = {0, 100, 1024, 7}; // 7 has no target mass
   std::vector<DraftTree> trees(batch, star);
@@ -388,7 +388,7 @@ TEST(KernelsGpu, SamplingVerifiersKeepTheTargetDistribution) {
   bool impossible = false;
   double chi = chi_square(tree_counts, expect, long(batch) * calls, &impossible);
   EXPECT_FALSE(impossible);
-  EXPECT_LT(chi, 26.1) << "tree sampling: chi-square, 7 degrees of freedom, p < 0.0005";
+  EXPECT_LT(chi, 29.9) << "tree sampling: chi-square, 7 degrees of freedom, p < 0.0001";
 
   // Chain: drafts drawn from q (host), 2 drafts per request; first emitted token ~ p0.
   const int kk = 2;
@@ -434,7 +434,7 @@ TEST(KernelsGpu, SamplingVerifiersKeepTheTargetDistribution) {
   }
   chi = chi_square(chain_counts, expect, long(batch) * calls, &impossible);
   EXPECT_FALSE(impossible);
-  EXPECT_LT(chi, 26.1) << "chain sampling: chi-square, 7 degrees of freedom, p < 0.0005";
+  EXPECT_LT(chi, 29.9) << "chain sampling: chi-square, 7 degrees of freedom, p < 0.0001";
 }
 
 TEST(KernelsGpu, ChainSamplingMatchesReferenceOnRandomInputs) {
