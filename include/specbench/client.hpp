@@ -31,7 +31,9 @@ struct ChatMessage {
 /// One prompt. Exactly how it is sent depends on the API:
 /// /generate sends `input_ids` when non-empty, else `text`; /v1/completions sends `input_ids` as a
 /// token array when non-empty, else `text`; /v1/chat/completions sends `messages` when non-empty,
-/// else one user message with `text` (token ids cannot be sent to chat; see `text`).
+/// else one user message with `text`, or, when there is only `input_ids`, the ids written as
+/// space-separated numbers (chat cannot take token ids; the answer's usage.prompt_tokens then
+/// says how many tokens the server counted).
 struct Prompt {
   std::string text;                  ///< prompt text (also the chat fallback)
   std::vector<int32_t> input_ids;    ///< exact token ids (synthetic prompts)
@@ -191,8 +193,9 @@ public:
                           const ProgressCallback& progress = {}, int run_number = 0);
 
   /// Warmup (Workload::warmup requests), then Workload::runs runs of Workload::requests requests
-  /// at Workload::concurrency. `prompts` are used round-robin (see make_prompts). Stops early
-  /// after abort().
+  /// at Workload::concurrency. Prompts are taken in order, cycling: warmup from index 0, run r
+  /// from warmup + r * requests; so make_prompts(workload, warmup + runs * requests) gives every
+  /// request a prompt of its own (no prefix-cache hits between runs). Stops early after abort().
   Expected<WorkloadResult> run_workload(const Workload& workload, const std::vector<Prompt>& prompts,
                                         const ProgressCallback& progress = {});
 

@@ -465,7 +465,13 @@ struct Client::Impl {
         json msgs = json::array();
         if (!p.messages.empty())
           for (const auto& m : p.messages) msgs.push_back({{"role", m.role}, {"content", m.content}});
-        else msgs.push_back({{"role", "user"}, {"content", p.text}});
+        else if (!p.text.empty() || p.input_ids.empty())
+          msgs.push_back({{"role", "user"}, {"content", p.text}});
+        else { // chat cannot take token ids: write them as numbers (usage says the real count)
+          std::string text;
+          for (int32_t id : p.input_ids) text += (text.empty() ? "" : " ") + std::to_string(id);
+          msgs.push_back({{"role", "user"}, {"content", text}});
+        }
         j["messages"] = msgs;
       }
     }

@@ -76,6 +76,7 @@ struct Job {
   std::mutex m;
   std::condition_variable cv;
   std::vector<int32_t> output;   // published tokens (under m)
+  std::vector<size_t> step_ends; // output size after each published forward pass (under m)
   size_t steps_published = 0;    // forward passes published (under m)
   bool finished = false;         // under m
   SimGeneration final_gen;       // valid once finished
@@ -224,6 +225,7 @@ struct SimServer::Impl {
         Job& j = *batch[i];
         std::lock_guard lk(j.m);
         j.output.insert(j.output.end(), deltas[i].toks.begin(), deltas[i].toks.end());
+        j.step_ends.push_back(j.output.size());
         ++j.steps_published;
         if (j.dec.done()) {
           j.finished = true;
@@ -566,7 +568,9 @@ struct SimServer::Impl {
   }
 
   // Waits for tokens beyond `seen` steps; false when the server stopped, hung or crashed.
-  bool wait_job(Job& j, size_t& seen, std::vector<int32_t>& out, bool& finished) {
+  // `ends` receives the output size after each newly published pass.
+  bool wait_job(Job& j, size_t& seen, std::vector<int32_t>& out, bool& finished,
+                std::vector<size_t>* ends = nullptr) {
     std::unique_lock lk(j.m);
     for (;;) {
       if (stopping.load() || crashed.load()) return false;
@@ -575,6 +579,7 @@ struct SimServer::Impl {
     }
     out = j.output;
     finished = j.finished;
+    if (ends) ends->assign(j.step_ends.begin() + static_cast<long>(seen), j.step_ends.end());
     seen = j.steps_published;
     return true;
   }
@@ -630,13 +635,22 @@ struct SimServer::Impl {
     if (g.stream && !bad_bytes) {
       if (!c.begin_chunked(200, "text/event-stream", extra_headers())) return job->cancelled = true, false;
       size_t seen = 0, sent_tokens = 0;
-      std::vector<int32_t> out;
+      std::vector<int32_t> out, prefix;
+      std::vector<size_t> ends;
       bool finished = false;
       while (!finished) {
-        if (!wait_job(*job, seen, out, finished)) return job->cancelled = true, false;
-        std::string ev = sse_event(g, *job, out, sent_tokens, finished);
-        if (f == SimFault::malformed_json) ev = "data: {\"text\": \"w1 w2\", \"meta_info\": {\"completion_tokens\": \n\n";
-        sent_tokens = out.size();
+        if (!wait_job(*job, seen, out, finished, &ends)) return job->cancelled = true, false;
+        if (ends.empty()) ends.push_back(out.size()); // max_new_tokens 0
+        // One event per forward pass, even when several passes ended before we woke up.
+        std::string ev;
+        for (size_t k = 0; k < ends.size(); ++k) {
+          const bool last = finished && k + 1 == ends.size();
+          prefix.assign(out.begin(), out.begin() + static_cast<long>(ends[k]));
+          ev += sse_event(g, *job, prefix, sent_tokens, last);
+          sent_tokens = ends[k];
+        }
+        if (f == SimFault::malformed_json)
+          ev = "data: {\"text\": \"w1 w2\", \"meta_info\": {\"completion_tokens\": \n\n";
         if (!c.write_chunk(ev)) return job->cancelled = true, false;
         if (f == SimFault::malformed_json) break;
       }

@@ -1,0 +1,209 @@
+// The client against a misbehaving server: every fault ends as a recorded error with a bounded
+// wait, never a crash, a hang or a lost record.
+#include "sim_fixture.hpp"
+#include "specbench/client.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+using namespace specbench;
+using specbench::testing::fast_sim;
+using specbench::testing::LocalSim;
+
+namespace {
+
+SimServerOptions with_fault(SimFault f, int after = 0) {
+  auto o = fast_sim(MethodKind::linear, 8);
+  o.fault = {f, after};
+  return o;
+}
+
+ClientOptions quick(const std::string& url, bool stream = true) {
+  ClientOptions o;
+  o.base_url = url;
+  o.stream = stream;
+  o.connect_timeout_s = 1;
+  o.first_byte_timeout_s = 0.5;
+  o.request_timeout_s = 1.5;
+  return o;
+}
+
+std::vector<RequestSpec> requests(int n, int max_new = 12) {
+  std::vector<RequestSpec> v(static_cast<size_t>(n));
+  for (auto& r : v) {
+    r.prompt.input_ids = {1, 2, 3, 4, 5};
+    r.max_new_tokens = max_new;
+  }
+  return v;
+}
+
+double seconds(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+} // namespace
+
+TEST(ClientFaults, MalformedJsonAndSseAreRecorded) {
+  LocalSim sim(with_fault(SimFault::malformed_json));
+  for (bool stream : {true, false}) {
+    Client c(quick(sim.url, stream));
+    auto run = c.run(requests(4), 2);
+    ASSERT_TRUE(run.has_value());
+    ASSERT_EQ(run->records.size(), 4u);
+    for (const auto& r : run->records) {
+      EXPECT_FALSE(r.ok);
+      EXPECT_EQ(r.error, ErrorKind::malformed) << to_string(r.error) << " " << r.error_message;
+      EXPECT_EQ(r.http_status, 200);
+      EXPECT_FALSE(r.body_excerpt.empty());
+    }
+  }
+}
+
+TEST(ClientFaults, TrickleHitsTheRequestTimeout) {
+  auto o = with_fault(SimFault::trickle);
+  o.trickle_interval_ms = 2; // headers arrive, the body does not finish within 1.5 s
+  LocalSim sim(o);
+  for (bool stream : {true, false}) {
+    Client c(quick(sim.url, stream));
+    const auto t0 = std::chrono::steady_clock::now();
+    RequestRecord r = c.send(requests(1).front());
+    EXPECT_LT(seconds(t0), 5.0);
+    EXPECT_FALSE(r.ok);
+    EXPECT_EQ(r.error, ErrorKind::timeout_total) << r.error_message;
+    EXPECT_GT(r.bytes, 0);
+  }
+}
+
+TEST(ClientFaults, IdleTimeoutCatchesAStreamThatStallsMidResponse) {
+  // hang-after:1: the first request streams, the second freezes the server, so the first stalls
+  // after its headers and first events, and the second never gets a byte.
+  LocalSim sim(with_fault(SimFault::hang_after, 1));
+  ClientOptions co = quick(sim.url);
+  co.request_timeout_s = 30;
+  co.first_byte_timeout_s = 0.8;
+  co.idle_timeout_s = 0.3;
+  Client c(co);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto run = c.run(requests(2, 5000), 2);
+  ASSERT_TRUE(run.has_value());
+  EXPECT_LT(seconds(t0), 5.0);
+  int idle = 0, first = 0;
+  for (const auto& r : run->records) {
+    if (r.error == ErrorKind::timeout_total &&
+        r.error_message.find("mid-response") != std::string::npos)
+      ++idle;
+    if (r.error == ErrorKind::timeout_first_byte) ++first;
+  }
+  EXPECT_EQ(idle, 1);
+  EXPECT_EQ(first, 1);
+}
+
+TEST(ClientFaults, WrongContentLengthIsATransportError) {
+  LocalSim sim(with_fault(SimFault::wrong_content_length));
+  for (bool stream : {true, false}) {
+    Client c(quick(sim.url, stream));
+    auto run = c.run(requests(3), 3);
+    ASSERT_TRUE(run.has_value());
+    for (const auto& r : run->records) {
+      EXPECT_FALSE(r.ok);
+      EXPECT_EQ(r.error, ErrorKind::transport) << to_string(r.error) << " " << r.error_message;
+    }
+  }
+}
+
+TEST(ClientFaults, HangIsAFirstByteTimeout) {
+  LocalSim sim(with_fault(SimFault::hang));
+  Client c(quick(sim.url));
+  const auto t0 = std::chrono::steady_clock::now();
+  auto run = c.run(requests(3), 3);
+  ASSERT_TRUE(run.has_value());
+  EXPECT_LT(seconds(t0), 3.0);
+  for (const auto& r : run->records) EXPECT_EQ(r.error, ErrorKind::timeout_first_byte);
+}
+
+TEST(ClientFaults, UnavailableIsAnHttpError) {
+  LocalSim sim(with_fault(SimFault::unavailable));
+  Client c(quick(sim.url));
+  RequestRecord r = c.send(requests(1).front());
+  EXPECT_EQ(r.error, ErrorKind::http_status);
+  EXPECT_EQ(r.http_status, 503);
+  EXPECT_FALSE(r.context_overflow);
+}
+
+TEST(ClientFaults, CrashAfterNRequestsCutsTheRest) {
+  LocalSim sim(with_fault(SimFault::crash_after, 2));
+  Client c(quick(sim.url));
+  auto run = c.run(requests(2, 8), 1);
+  ASSERT_TRUE(run.has_value());
+  EXPECT_EQ(run->ok_count, 2);
+  auto after = c.run(requests(3, 8), 3);
+  ASSERT_TRUE(after.has_value());
+  ASSERT_EQ(after->records.size(), 3u);
+  for (const auto& r : after->records) {
+    EXPECT_FALSE(r.ok);
+    EXPECT_TRUE(r.error == ErrorKind::transport || r.error == ErrorKind::connect ||
+                r.error == ErrorKind::timeout_first_byte)
+        << to_string(r.error) << " " << r.error_message;
+  }
+}
+
+TEST(ClientFaults, HangAfterNRequests) {
+  LocalSim sim(with_fault(SimFault::hang_after, 1));
+  Client c(quick(sim.url));
+  auto run = c.run(requests(3, 6), 1);
+  ASSERT_TRUE(run.has_value());
+  EXPECT_TRUE(run->records[0].ok) << run->records[0].error_message;
+  EXPECT_EQ(run->records[1].error, ErrorKind::timeout_first_byte);
+  EXPECT_EQ(run->records[2].error, ErrorKind::timeout_first_byte);
+}
+
+TEST(ClientFaults, BodyCapAndRefusedConnection) {
+  LocalSim sim(fast_sim());
+  ClientOptions o = quick(sim.url, false);
+  o.max_body_bytes = 100;
+  Client c(o);
+  RequestRecord r = c.send(requests(1, 40).front());
+  EXPECT_EQ(r.error, ErrorKind::body_too_large) << r.error_message;
+  const int port = sim.server->port();
+  sim.server->stop();
+  Client refused(quick("http://127.0.0.1:" + std::to_string(port)));
+  r = refused.send(requests(1).front());
+  EXPECT_EQ(r.error, ErrorKind::connect) << r.error_message;
+  Client bad(quick("127.0.0.1:80"));
+  EXPECT_FALSE(bad.run(requests(1), 1).has_value());
+}
+
+TEST(ClientFaults, AbortEndsEveryRequestPromptly) {
+  auto o = fast_sim();
+  o.target_fixed_us = 5000; // 5 ms per token: 1000 tokens would take 5 s
+  LocalSim sim(o);
+  ClientOptions co = quick(sim.url);
+  co.request_timeout_s = 60;
+  co.first_byte_timeout_s = 60;
+  Client c(co);
+  std::thread killer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    c.abort("watchdog: test");
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  auto run = c.run(requests(10, 1000), 4);
+  killer.join();
+  ASSERT_TRUE(run.has_value());
+  EXPECT_LT(seconds(t0), 2.0);
+  EXPECT_EQ(run->aborted, "watchdog: test");
+  ASSERT_EQ(run->records.size(), 10u);
+  int not_sent = 0;
+  for (const auto& r : run->records) {
+    EXPECT_EQ(r.error, ErrorKind::aborted);
+    if (r.start_s < 0) ++not_sent;
+  }
+  EXPECT_EQ(not_sent, 6);
+  EXPECT_EQ(run->failed_count, 10);
+  EXPECT_TRUE(c.aborted());
+  c.reset_abort();
+  EXPECT_FALSE(c.aborted());
+  // Work is still possible after the abort is cleared.
+  EXPECT_TRUE(c.send(requests(1, 3).front()).ok);
+}

@@ -1,0 +1,394 @@
+// Server lifecycle with real processes: the `specbench sim-server` binary and its fault modes for
+// every readiness outcome, stop with grace and SIGKILL, no orphan after exceptions or SIGINT, and
+// the watchdog aborting a measuring client when the server dies or hangs.
+#include "specbench/client.hpp"
+#include "specbench/server.hpp"
+#include "support/test_paths.hpp"
+
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+using namespace specbench;
+namespace sbt = specbench::testing;
+
+namespace {
+
+LaunchSpec sim_launch(const std::string& name, std::vector<std::string> extra = {}) {
+  LaunchSpec s;
+  s.argv = {sbt::cli_path().string(), "sim-server", "--port", "{port}", "--host", "127.0.0.1",
+            "--load-time-s", "0.3", "--cost-fixed-us", "300"};
+  s.argv.insert(s.argv.end(), extra.begin(), extra.end());
+  s.log_file = sbt::make_temp_dir("server") / (name + ".log");
+  s.stop_grace_s = 5;
+  return s;
+}
+
+ReadinessOptions quick_ready(double timeout_s = 10) {
+  ReadinessOptions r;
+  r.timeout_s = timeout_s;
+  r.poll_interval_s = 0.05;
+  r.probe_timeout_s = 2;
+  return r;
+}
+
+bool group_exists(pid_t pg) { return ::kill(-pg, 0) == 0; }
+
+bool wait_gone(pid_t pg, double seconds) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < end) {
+    if (!group_exists(pg)) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return !group_exists(pg);
+}
+
+std::string joined(const std::vector<std::string>& lines) {
+  std::string s;
+  for (const auto& l : lines) s += l + "\n";
+  return s;
+}
+
+} // namespace
+
+TEST(Readiness, SimServerBecomesReadyAfterLoading) {
+  ServerProcess p;
+  ASSERT_TRUE(p.start(sim_launch("ready")).is_ok());
+  EXPECT_GT(p.port(), 0);
+  EXPECT_EQ(p.argv()[3], std::to_string(p.port())); // {port} substituted in its own argument
+  const Readiness r = p.wait_ready(quick_ready());
+  ASSERT_TRUE(r.ok()) << r.reason << "\n" << joined(r.log_tail);
+  EXPECT_GE(r.waited_s, 0.25); // /health was 503 while "loading"
+  EXPECT_EQ(r.last_health_status, 200);
+  EXPECT_TRUE(p.alive());
+  const pid_t pg = p.pid();
+  const StopReport s = p.stop();
+  EXPECT_TRUE(s.was_running);
+  EXPECT_FALSE(s.sigkilled); // it honours SIGTERM
+  EXPECT_TRUE(s.port_free);
+  EXPECT_FALSE(group_exists(pg));
+  ASSERT_TRUE(s.exit.has_value());
+  EXPECT_EQ(s.exit->exit_code.value_or(-1), 0);
+  EXPECT_TRUE(port_is_free("127.0.0.1", p.port()));
+  // The log carries our banner and the server's own synthetic-model note.
+  EXPECT_NE(joined(p.log_tail(100)).find("SYNTHETIC"), std::string::npos);
+}
+
+TEST(Readiness, FailedStartWithCudaErrorEndsAtOnce) {
+  ServerProcess p;
+  ASSERT_TRUE(p.start(sim_launch("fail", {"--fault", "fail-start"})).is_ok());
+  const Readiness r = p.wait_ready(quick_ready(30));
+  EXPECT_EQ(r.outcome, ReadinessOutcome::process_exited);
+  EXPECT_LT(r.waited_s, 10);
+  EXPECT_EQ(r.exit_code.value_or(-1), 1);
+  ASSERT_TRUE(r.fatal.has_value());
+  EXPECT_NE(r.fatal->line.find("Failed to get device capability: CUDA unknown error"),
+            std::string::npos);
+  EXPECT_NE(r.reason.find("Failed to get device capability"), std::string::npos);
+  EXPECT_NE(joined(r.log_tail).find("CUDA unknown error"), std::string::npos);
+}
+
+TEST(Readiness, PlainExitAndOutOfMemory) {
+  {
+    ServerProcess p;
+    ASSERT_TRUE(p.start(sim_launch("exit", {"--fault", "exit-start"})).is_ok());
+    const Readiness r = p.wait_ready(quick_ready(30));
+    EXPECT_EQ(r.outcome, ReadinessOutcome::process_exited);
+    EXPECT_EQ(r.exit_code.value_or(-1), 3);
+    EXPECT_FALSE(r.fatal.has_value());
+  }
+  {
+    ServerProcess p;
+    ASSERT_TRUE(p.start(sim_launch("oom", {"--fault", "oom-start"})).is_ok());
+    const Readiness r = p.wait_ready(quick_ready(30));
+    EXPECT_EQ(r.outcome, ReadinessOutcome::process_exited);
+    ASSERT_TRUE(r.fatal.has_value());
+    EXPECT_EQ(r.fatal->pattern.text, "out of memory");
+  }
+}
+
+TEST(Readiness, FatalLogLineWhileAliveEndsTheWait) {
+  ServerProcess p;
+  ASSERT_TRUE(p.start(sim_launch("nccl", {"--fault", "nccl-error"})).is_ok());
+  const Readiness r = p.wait_ready(quick_ready(30));
+  EXPECT_EQ(r.outcome, ReadinessOutcome::fatal_log);
+  EXPECT_LT(r.waited_s, 10);
+  ASSERT_TRUE(r.fatal.has_value());
+  EXPECT_NE(r.fatal->line.find("NCCL error"), std::string::npos);
+  EXPECT_TRUE(p.alive());
+  EXPECT_TRUE(p.stop().port_free);
+}
+
+TEST(Readiness, Unavailable503ForeverTimesOut) {
+  ServerProcess p;
+  ASSERT_TRUE(p.start(sim_launch("503", {"--fault", "unavailable"})).is_ok());
+  const Readiness r = p.wait_ready(quick_ready(1.2));
+  EXPECT_EQ(r.outcome, ReadinessOutcome::timeout);
+  EXPECT_EQ(r.last_health_status, 503);
+  EXPECT_NE(r.reason.find("503"), std::string::npos);
+  EXPECT_LT(r.waited_s, 4);
+}
+
+TEST(Readiness, HungServerTimesOutWithoutAnAnswer) {
+  ServerProcess p;
+  ASSERT_TRUE(p.start(sim_launch("hang", {"--fault", "hang"})).is_ok());
+  ReadinessOptions o = quick_ready(1.5);
+  o.probe_timeout_s = 0.4;
+  const Readiness r = p.wait_ready(o);
+  EXPECT_EQ(r.outcome, ReadinessOutcome::timeout);
+  EXPECT_EQ(r.last_health_status, 0);
+  EXPECT_LT(r.waited_s, 4);
+}
+
+TEST(Readiness, HealthyButGenerationFailsIsProbeFailed) {
+  ServerProcess p;
+  // A 1-token context: /health is 200 but the one-token probe is a context-overflow 400.
+  ASSERT_TRUE(p.start(sim_launch("probe", {"--context-length", "1"})).is_ok());
+  const Readiness r = p.wait_ready(quick_ready(1.5));
+  EXPECT_EQ(r.outcome, ReadinessOutcome::probe_failed) << r.reason;
+  EXPECT_NE(r.last_probe_error.find("400"), std::string::npos);
+}
+
+TEST(Readiness, PortInUseIsFatal) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(fd, 1), 0);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  const int port = ntohs(a.sin_port);
+  EXPECT_FALSE(port_is_free("127.0.0.1", port));
+  LaunchSpec s = sim_launch("inuse");
+  s.port = port;
+  s.port_free_timeout_s = 0.2;
+  ServerProcess p;
+  ASSERT_TRUE(p.start(s).is_ok());
+  const Readiness r = p.wait_ready(quick_ready(30));
+  EXPECT_EQ(r.outcome, ReadinessOutcome::process_exited);
+  ASSERT_TRUE(r.fatal.has_value());
+  EXPECT_EQ(r.fatal->pattern.text, "address already in use");
+  EXPECT_FALSE(p.stop().port_free); // still ours, and stop() says so instead of waiting forever
+  ::close(fd);
+}
+
+TEST(Readiness, CancelAndNotStarted) {
+  ServerProcess idle;
+  EXPECT_EQ(idle.wait_ready(quick_ready()).outcome, ReadinessOutcome::not_started);
+  ServerProcess p;
+  ASSERT_TRUE(p.start(sim_launch("cancel", {"--fault", "unavailable"})).is_ok());
+  std::atomic<bool> cancel{false};
+  std::thread t([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    cancel = true;
+  });
+  const Readiness r = p.wait_ready(quick_ready(30), &cancel);
+  t.join();
+  EXPECT_EQ(r.outcome, ReadinessOutcome::cancelled);
+  EXPECT_LT(r.waited_s, 3);
+}
+
+TEST(ServerProcessStart, MissingExecutableAndBadLog) {
+  ServerProcess p;
+  LaunchSpec s = sim_launch("missing");
+  s.argv = {"specbench-no-such-server-binary", "--port", "{port}"};
+  const Status st = p.start(s);
+  EXPECT_EQ(st.code(), StatusCode::not_found);
+  ServerProcess q;
+  s.argv = {"/bin/true"};
+  s.log_file.clear();
+  EXPECT_EQ(q.start(s).code(), StatusCode::invalid_argument);
+  ServerProcess r;
+  s = sim_launch("twice");
+  ASSERT_TRUE(r.start(s).is_ok());
+  EXPECT_FALSE(r.start(s).is_ok());
+}
+
+TEST(ServerProcessStop, SigkillAfterGraceAndTheWholeGroupGoes) {
+  ServerProcess p;
+  LaunchSpec s;
+  // A "server" that ignores SIGTERM and has a child in its group.
+  s.argv = {"/bin/sh", "-c", "trap '' TERM; sleep 30 & sleep 30; wait"};
+  s.log_file = sbt::make_temp_dir("server") / "stubborn.log";
+  s.stop_grace_s = 0.3;
+  s.port_free_timeout_s = 0.1;
+  ASSERT_TRUE(p.start(s).is_ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const pid_t pg = p.pid();
+  EXPECT_TRUE(group_exists(pg));
+  EXPECT_GE(live_server_count(), 1);
+  const StopReport r = p.stop();
+  EXPECT_TRUE(r.sigkilled);
+  EXPECT_FALSE(group_exists(pg));
+  EXPECT_LT(r.took_s, 5);
+  EXPECT_TRUE(p.stop().exit.has_value()); // idempotent
+}
+
+TEST(ServerProcessStop, RaiiStopsOnExceptions) {
+  pid_t pg = 0;
+  try {
+    ServerProcess p;
+    LaunchSpec s;
+    s.argv = {"/bin/sleep", "30"};
+    s.log_file = sbt::make_temp_dir("server") / "raii.log";
+    ASSERT_TRUE(p.start(s).is_ok());
+    pg = p.pid();
+    throw std::runtime_error("a cell failed");
+  } catch (const std::runtime_error&) {
+  }
+  ASSERT_GT(pg, 0);
+  EXPECT_FALSE(group_exists(pg));
+}
+
+TEST(ServerProcessStop, SigintToTheDriverKillsItsServers) {
+  // A child process plays specbench: installs the handlers, starts a server, reports its group,
+  // then waits to be interrupted.
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const auto log = sbt::make_temp_dir("server") / "sigint.log";
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::close(fds[0]);
+    install_server_cleanup_handlers(1.0);
+    ServerProcess p;
+    LaunchSpec s;
+    s.argv = {"/bin/sh", "-c", "sleep 30 & sleep 30; wait"};
+    s.log_file = log;
+    if (!p.start(s)) ::_exit(10);
+    const pid_t pg = p.pid();
+    [[maybe_unused]] ssize_t w = ::write(fds[1], &pg, sizeof pg);
+    for (;;) ::pause();
+  }
+  ::close(fds[1]);
+  pid_t pg = 0;
+  ASSERT_EQ(::read(fds[0], &pg, sizeof pg), static_cast<ssize_t>(sizeof pg));
+  ::close(fds[0]);
+  EXPECT_TRUE(group_exists(pg));
+  ::kill(child, SIGINT);
+  int st = 0;
+  ASSERT_EQ(::waitpid(child, &st, 0), child);
+  EXPECT_TRUE(WIFSIGNALED(st));
+  EXPECT_EQ(WTERMSIG(st), SIGINT); // the exit status still says what ended it
+  EXPECT_TRUE(wait_gone(pg, 3)) << "server group " << pg << " survived its driver";
+}
+
+TEST(Ports, FreePortChooserGivesBindablePorts) {
+  auto a = choose_free_port();
+  ASSERT_TRUE(a.has_value());
+  EXPECT_GT(*a, 1023);
+  EXPECT_TRUE(port_is_free("127.0.0.1", *a));
+  EXPECT_FALSE(choose_free_port("256.1.1.1").has_value());
+}
+
+TEST(FatalPatterns, FindsTheSeedFailuresCaseInsensitively) {
+  const std::string log = "loading weights\n"
+                          "Process 7: RuntimeError: CUDA error: an Illegal Instruction was encountered\n";
+  auto m = find_fatal_pattern(log, {});
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->pattern.text, "illegal instruction");
+  EXPECT_EQ(m->line_number, 2);
+  EXPECT_FALSE(find_fatal_pattern("all good\nready\n", {}).has_value());
+  auto custom = find_fatal_pattern("boom here\n", {{"boom", "custom"}});
+  ASSERT_TRUE(custom.has_value());
+  EXPECT_EQ(custom->pattern.diagnosis, "custom");
+}
+
+// ---- watchdog ----
+
+TEST(Watchdog, ServerCrashWhileMeasuringAbortsTheClient) {
+  ServerProcess p;
+  ASSERT_TRUE(p.start(sim_launch("crash", {"--fault", "crash-after:3"})).is_ok());
+  ReadinessOptions ro = quick_ready();
+  ASSERT_TRUE(p.wait_ready(ro).ok()); // the one-token probe is generation request 1
+  ClientOptions co;
+  co.base_url = p.base_url();
+  co.first_byte_timeout_s = 20;
+  co.request_timeout_s = 30;
+  Client client(co);
+  WatchdogOptions wo;
+  wo.interval_s = 0.05;
+  wo.hang_timeout_s = 0;
+  Watchdog dog(p, wo, [&](const WatchdogEvent& e) { client.abort(e.reason); });
+  std::vector<RequestSpec> reqs(6);
+  for (auto& r : reqs) {
+    r.prompt.input_ids = {1, 2, 3};
+    r.max_new_tokens = 400; // 400 x 0.3 ms: still running when request 4 crashes the server
+  }
+  const auto run = client.run(reqs, 2);
+  ASSERT_TRUE(run.has_value());
+  ASSERT_EQ(run->records.size(), 6u);
+  EXPECT_LT(run->ok_count, 6);
+  const auto ev = dog.tripped();
+  ASSERT_TRUE(ev.has_value());
+  EXPECT_TRUE(ev->trip == WatchdogTrip::process_exited || ev->trip == WatchdogTrip::fatal_log)
+      << to_string(ev->trip);
+  EXPECT_NE(joined(ev->log_tail).find("illegal instruction"), std::string::npos);
+  // The log line may come a moment before the process is gone.
+  for (int i = 0; i < 100 && p.alive(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_FALSE(p.alive());
+}
+
+TEST(Watchdog, HangIsNoticedByHealthProbes) {
+  ServerProcess p;
+  ASSERT_TRUE(p.start(sim_launch("hangafter", {"--fault", "hang-after:1"})).is_ok());
+  ASSERT_TRUE(p.wait_ready(quick_ready()).ok());
+  ClientOptions co;
+  co.base_url = p.base_url();
+  co.first_byte_timeout_s = 60;
+  co.request_timeout_s = 60;
+  Client client(co);
+  WatchdogOptions wo;
+  wo.interval_s = 0.1;
+  wo.hang_timeout_s = 0.6;
+  wo.health_probe_timeout_s = 0.2;
+  Watchdog dog(p, wo, [&](const WatchdogEvent& e) { client.abort(e.reason); });
+  RequestSpec r;
+  r.prompt.input_ids = {1};
+  r.max_new_tokens = 4;
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto run = client.run({r, r}, 2);
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(run.has_value());
+  EXPECT_LT(took, 5);
+  EXPECT_FALSE(run->aborted.empty());
+  for (const auto& rec : run->records) EXPECT_EQ(rec.error, ErrorKind::aborted);
+  ASSERT_TRUE(dog.tripped().has_value());
+  EXPECT_EQ(dog.tripped()->trip, WatchdogTrip::health_hang);
+  EXPECT_TRUE(p.stop().port_free);
+}
+
+TEST(Watchdog, StallOfTheClientsProgress) {
+  ServerProcess p;
+  LaunchSpec s;
+  s.argv = {"/bin/sleep", "30"};
+  s.log_file = sbt::make_temp_dir("server") / "stall.log";
+  ASSERT_TRUE(p.start(s).is_ok());
+  std::atomic<uint64_t> counter{0};
+  WatchdogOptions wo;
+  wo.interval_s = 0.05;
+  wo.hang_timeout_s = 0; // no HTTP here
+  wo.progress = [&] { return counter.load(); };
+  wo.busy = [] { return true; };
+  wo.stall_timeout_s = 0.3;
+  Watchdog dog(p, wo);
+  for (int i = 0; i < 8; ++i) { // progressing: no trip
+    ++counter;
+    std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  }
+  EXPECT_FALSE(dog.tripped().has_value());
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  ASSERT_TRUE(dog.tripped().has_value());
+  EXPECT_EQ(dog.tripped()->trip, WatchdogTrip::stalled);
+}
