@@ -4,8 +4,8 @@
 // under the reference order (score descending, depth ascending, rank path ascending), and one
 // step pops the warp-wide best with a warp max of the score keys (ties: min depth, then a
 // rank-path comparison that walks both candidates' ancestors in shared memory). The popped slot
-// takes the next sibling, lane (node % 32) takes the first child; the winner rescans its slots
-// and the receiving lane compares one candidate. Scores use the reference's float operations in the same order, so the
+// takes the next sibling, lane (node % 32) takes the first child, and every lane refreshes its
+// best with a branch-free max tree over its slots' keys. Scores use the reference's float operations in the same order, so the
 // tree, its node numbering and its scores are bit-identical. The whole block then writes the
 // outputs and the ancestor masks in parallel.
 #include "common.cuh"
@@ -104,70 +104,93 @@ __global__ void __launch_bounds__(kThreads) ddtree_kernel(BuildArgs a) {
       t_depth[0] = 0;
       t_score[0] = 0.0f;
     }
-    // This lane's frontier slots, in registers (static indices only), and a copy of its best.
+    // This lane's frontier slots, in registers (static indices only). kk[j] is the slot's score
+    // key, 0 when the slot is empty (a real candidate's key is at least 1).
     float sc[S];
+    uint32_t kk[S];
     int32_t pa[S];
     uint32_t dr[S]; // depth << 16 | rank
-    uint64_t live = 0; // bit j: slot j holds a candidate
-    bool have = false;
-    uint32_t bk = 0; // key of the best (0: none)
-    int bd = 0, bp = 0, br = 0, bslot = 0;
-    float bs = 0.0f;
 #pragma unroll
     for (int j = 0; j < S; ++j) {
       sc[j] = 0.0f;
+      kk[j] = 0;
       pa[j] = 0;
       dr[j] = 0;
     }
+    uint32_t bk = 0; // this lane's best key (0: no candidate)
+    int bslot = 0;   // and its slot
+    // The lane's best slot under the reference order: the largest key by a max tree, then (rare)
+    // the smallest depth and the rank path among equal keys.
     auto recompute = [&]() {
-      have = false;
-      bk = 0;
+      uint32_t t[S];
 #pragma unroll
-      for (int j = 0; j < S; ++j) {
-        if ((live >> j) & 1ull) {
-          const uint32_t kj = score_key(sc[j]);
-          const int dj = static_cast<int>(dr[j] >> 16), rj = static_cast<int>(dr[j] & 0xFFFFu);
-          const bool take = !have || kj > bk ||
-                            (kj == bk && (dj < bd || (dj == bd && path_less(pa[j], rj, bp, br))));
-          if (take) {
-            have = true;
-            bk = kj;
-            bd = dj;
-            br = rj;
-            bp = pa[j];
-            bs = sc[j];
-            bslot = j;
+      for (int j = 0; j < S; ++j) t[j] = kk[j];
+#pragma unroll
+      for (int w = 1; w < S; w *= 2)
+#pragma unroll
+        for (int j = 0; j + w < S; j += 2 * w) t[j] = max(t[j], t[j + w]);
+      bk = t[0];
+      uint64_t eq = 0;
+#pragma unroll
+      for (int j = 0; j < S; ++j) eq |= static_cast<uint64_t>(kk[j] == bk) << j;
+      bslot = __ffsll(static_cast<long long>(eq)) - 1;
+      if (bk != 0 && (eq & (eq - 1))) { // equal scores inside this lane
+        int bd = 0x7FFFFFFF, bp = 0, br = 0;
+#pragma unroll
+        for (int j = 0; j < S; ++j) {
+          if ((eq >> j) & 1ull) {
+            const int dj = static_cast<int>(dr[j] >> 16), rj = static_cast<int>(dr[j] & 0xFFFFu);
+            if (dj < bd || (dj == bd && path_less(pa[j], rj, bp, br))) {
+              bd = dj;
+              bp = pa[j];
+              br = rj;
+              bslot = j;
+            }
           }
         }
       }
+      if (bk == 0) bslot = 0;
     };
     int count = 1;
     if (depth > 0 && k > 0 && a.budget > 0 && lane == 0) {
       sc[0] = lp(1, 0);
+      kk[0] = score_key(sc[0]);
       pa[0] = 0;
       dr[0] = 1u << 16;
-      live = 1ull;
-      recompute();
+      bk = kk[0];
+      bslot = 0;
     }
     __syncwarp();
     const uint32_t key_neg_inf = 0x007FFFFFu;
     while (count <= a.budget) {
       const uint32_t m = __reduce_max_sync(0xFFFFFFFFu, bk);
       if (m <= key_neg_inf) break; // empty frontier, or only -inf (and NaN) left
-      const bool mine = have && bk == m;
+      // This lane's best candidate's fields.
+      float es = 0.0f;
+      int ep = 0;
+      uint32_t edr = 0;
+#pragma unroll
+      for (int j = 0; j < S; ++j)
+        if (j == bslot) {
+          es = sc[j];
+          ep = pa[j];
+          edr = dr[j];
+        }
+      const bool mine = bk == m;
       const unsigned tied = __ballot_sync(0xFFFFFFFFu, mine);
       int w = __ffs(tied) - 1;
       if (tied & (tied - 1)) { // rare: equal scores; then depth, then rank path
-        const int md = __reduce_min_sync(0xFFFFFFFFu, mine ? bd : 0x7FFFFFFF);
-        const unsigned t2 = __ballot_sync(0xFFFFFFFFu, mine && bd == md);
+        const int ed = static_cast<int>(edr >> 16), er = static_cast<int>(edr & 0xFFFFu);
+        const int md = __reduce_min_sync(0xFFFFFFFFu, mine ? ed : 0x7FFFFFFF);
+        const unsigned t2 = __ballot_sync(0xFFFFFFFFu, mine && ed == md);
         w = __ffs(t2) - 1;
         if (t2 & (t2 - 1)) {
-          int wp = __shfl_sync(0xFFFFFFFFu, bp, w), wr = __shfl_sync(0xFFFFFFFFu, br, w);
+          int wp = __shfl_sync(0xFFFFFFFFu, ep, w), wr = __shfl_sync(0xFFFFFFFFu, er, w);
           unsigned rest = t2 & (t2 - 1);
           while (rest) {
             const int l = __ffs(rest) - 1;
             rest &= rest - 1;
-            const int lp_ = __shfl_sync(0xFFFFFFFFu, bp, l), lr = __shfl_sync(0xFFFFFFFFu, br, l);
+            const int lp_ = __shfl_sync(0xFFFFFFFFu, ep, l), lr = __shfl_sync(0xFFFFFFFFu, er, l);
             if (path_less(lp_, lr, wp, wr)) {
               w = l;
               wp = lp_;
@@ -176,10 +199,10 @@ __global__ void __launch_bounds__(kThreads) ddtree_kernel(BuildArgs a) {
           }
         }
       }
-      const float cs = __shfl_sync(0xFFFFFFFFu, bs, w);
-      const int cp = __shfl_sync(0xFFFFFFFFu, bp, w);
-      const int cd = __shfl_sync(0xFFFFFFFFu, bd, w);
-      const int cr = __shfl_sync(0xFFFFFFFFu, br, w);
+      const float cs = __shfl_sync(0xFFFFFFFFu, es, w);
+      const int cp = __shfl_sync(0xFFFFFFFFu, ep, w);
+      const uint32_t cdr = __shfl_sync(0xFFFFFFFFu, edr, w);
+      const int cd = static_cast<int>(cdr >> 16), cr = static_cast<int>(cdr & 0xFFFFu);
       const int node = count++;
       if (lane == 0) {
         t_parent[node] = cp;
@@ -192,43 +215,31 @@ __global__ void __launch_bounds__(kThreads) ddtree_kernel(BuildArgs a) {
       const bool has_sib = cr + 1 < k, has_child = cd < depth;
       const float sib = has_sib ? __fadd_rn(__fsub_rn(cs, lp(cd, cr)), lp(cd, cr + 1)) : 0.0f;
       const float child = has_child ? __fadd_rn(cs, lp(cd + 1, 0)) : 0.0f;
-      // The sibling takes the popped slot; the child goes to the least-loaded lane.
-      uint64_t after = live;
-      if (lane == w && !has_sib) after &= ~(1ull << bslot);
-      // Children go round-robin: lane L receives at most ceil(budget / 32) of them and holds at
-      // most that many plus one candidate, which S covers (see the launcher).
-      const int target = has_child ? (node & 31) : -1;
-      const int free_slot = __ffsll(static_cast<long long>(~after)) - 1;
+      // The sibling takes the popped slot (or it empties). Children go round-robin: lane L
+      // receives at most ceil(budget / 32) of them and so holds at most that many plus one
+      // candidate, which S covers (see the launcher).
+      const bool winner = lane == w, receiver = has_child && lane == (node & 31);
 #pragma unroll
-      for (int j = 0; j < S; ++j) {
-        if (lane == w && has_sib && j == bslot) {
+      for (int j = 0; j < S; ++j)
+        if (winner && j == bslot) {
           sc[j] = sib;
+          kk[j] = has_sib ? score_key(sib) : 0u;
           dr[j] = (static_cast<uint32_t>(cd) << 16) | static_cast<uint32_t>(cr + 1);
         }
-        if (lane == target && j == free_slot) {
+      uint64_t empty = 0;
+#pragma unroll
+      for (int j = 0; j < S; ++j) empty |= static_cast<uint64_t>(kk[j] == 0) << j;
+      const int free_slot = __ffsll(static_cast<long long>(empty)) - 1;
+#pragma unroll
+      for (int j = 0; j < S; ++j)
+        if (receiver && j == free_slot) {
           sc[j] = child;
+          kk[j] = score_key(child);
           pa[j] = node;
-          dr[j] = (static_cast<uint32_t>(cd + 1) << 16);
+          dr[j] = static_cast<uint32_t>(cd + 1) << 16;
         }
-      }
-      live = after;
-      if (lane == target) live |= 1ull << free_slot;
       __syncwarp(); // the new tree node is visible to path_less
-      if (lane == w) {
-        recompute();
-      } else if (lane == target) { // only the new child can displace this lane's best
-        const uint32_t kc_ = score_key(child);
-        const int dc = cd + 1;
-        if (!have || kc_ > bk || (kc_ == bk && (dc < bd || (dc == bd && path_less(node, 0, bp, br))))) {
-          have = true;
-          bk = kc_;
-          bd = dc;
-          br = 0;
-          bp = node;
-          bs = child;
-          bslot = free_slot;
-        }
-      }
+      recompute();
     }
     if (lane == 0) s_count = count;
   }
