@@ -57,13 +57,6 @@ __device__ __forceinline__ uint64_t warp_max_packed(uint64_t v) {
   return (static_cast<uint64_t>(m) << 32) | i;
 }
 
-__device__ __forceinline__ uint64_t warp_max_u64(uint64_t v) {
-  for (int o = 16; o > 0; o >>= 1) {
-    const uint64_t w = __shfl_xor_sync(0xFFFFFFFFu, v, o);
-    v = w > v ? w : v;
-  }
-  return v;
-}
 
 /// Greedy walk of one request over a parent-array tree, run by a whole block. `parents_s`,
 /// `tokens_s` and `target_s` are [n] in shared memory (parents_s == nullptr: a chain);

@@ -167,15 +167,6 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-template <typename T, bool kVec> void set_smem_attr() {
-  static bool done = false;
-  if (!done) {
-    cudaFuncSetAttribute(fused_greedy_kernel<T, kVec>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                         48 * 1024);
-    done = true;
-  }
-}
-
 } // namespace
 
 /// Splits per row for `rows` rows: enough blocks to fill the GPU a few times over, each chunk a
@@ -218,6 +209,7 @@ Status verify_greedy_fused(const void* logits, LogitsDtype dtype, const int32_t*
   auto* partials = reinterpret_cast<uint64_t*>(
       static_cast<char*>(workspace) +
       detail::align_up(sizeof(uint32_t) * batch, detail::kWorkspaceAlign));
+  // At most 2048 nodes: 32 KiB, under the default 48 KiB limit.
   const std::size_t smem = 4 * sizeof(int32_t) * static_cast<std::size_t>(nodes);
   const std::size_t elem = dtype == LogitsDtype::bf16 ? 2 : 4;
   // 16-byte loads need every row to start on a 16-byte boundary.
@@ -227,12 +219,10 @@ Status verify_greedy_fused(const void* logits, LogitsDtype dtype, const int32_t*
   if (dtype == LogitsDtype::bf16) {
     const auto* x = static_cast<const __nv_bfloat16*>(logits);
     if (vec) {
-      set_smem_attr<__nv_bfloat16, true>();
       fused_greedy_kernel<__nv_bfloat16, true><<<g, kThreads, smem, stream>>>(
           x, parents, tokens, nodes, vocab, splits, chunk, target_tokens, accept_path, accepted,
           bonus, counters, partials);
     } else {
-      set_smem_attr<__nv_bfloat16, false>();
       fused_greedy_kernel<__nv_bfloat16, false><<<g, kThreads, smem, stream>>>(
           x, parents, tokens, nodes, vocab, splits, chunk, target_tokens, accept_path, accepted,
           bonus, counters, partials);
@@ -240,12 +230,10 @@ Status verify_greedy_fused(const void* logits, LogitsDtype dtype, const int32_t*
   } else {
     const auto* x = static_cast<const float*>(logits);
     if (vec) {
-      set_smem_attr<float, true>();
       fused_greedy_kernel<float, true><<<g, kThreads, smem, stream>>>(
           x, parents, tokens, nodes, vocab, splits, chunk, target_tokens, accept_path, accepted,
           bonus, counters, partials);
     } else {
-      set_smem_attr<float, false>();
       fused_greedy_kernel<float, false><<<g, kThreads, smem, stream>>>(
           x, parents, tokens, nodes, vocab, splits, chunk, target_tokens, accept_path, accepted,
           bonus, counters, partials);
