@@ -1,0 +1,75 @@
+// A failing preflight (fake driver libraries: one GPU visible, the TP2 phase needs two) blocks
+// its phase: no server is started for it, its cells are recorded as blocked with the report,
+// and the other phase completes.
+#include "e2e_support.hpp"
+#include "fake_machine.hpp"
+
+#include "specbench/config.hpp"
+#include "specbench/matrix.hpp"
+#include "specbench/runner.hpp"
+#include "support/test_paths.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace specbench;
+using namespace specbench::e2e;
+namespace fs = std::filesystem;
+
+TEST(E2E, FailingPreflightBlocksItsPhaseAndStartsNoServer) {
+  specbench::testing::FakeMachine machine("e2e-preflight");
+  machine.healthy(1);
+  const auto dir = specbench::testing::make_temp_dir("e2e-preflight");
+  SweepSpec s;
+  s.name = "preflight";
+  s.marker = unique_marker("e2e-pf");
+  s.tps = {1, 2};
+  s.linear = false;
+  s.budgets = {8};
+  s.preflight = true;
+  s.runs = 1;
+  const auto file = write_sweep(dir, s);
+  const auto loaded = load_sweep_file(file);
+  ASSERT_TRUE(loaded.ok());
+  auto matrix = expand_matrix(*loaded.sweep, {specbench::testing::cli_path().string()});
+  ASSERT_TRUE(matrix) << matrix.status().to_string();
+
+  RunnerOptions o;
+  o.results_dir = dir / "results";
+  o.preflight_template = machine.plan(1);
+  std::vector<std::string> preflights;
+  o.on_event = [&](const RunnerEvent& e) {
+    if (e.kind == RunnerEventKind::preflight_done) preflights.push_back(e.phase_id + ":" + e.status);
+  };
+  auto out = run_sweep(*loaded.sweep, *matrix, o);
+  ASSERT_TRUE(out) << out.status().to_string();
+  EXPECT_EQ(out->exit_code(), 1);
+  EXPECT_EQ(out->ok, 2);
+  EXPECT_EQ(out->blocked, 2);
+  EXPECT_EQ(preflights, (std::vector<std::string>{"tp1:passed", "tp2:failed"}));
+
+  auto store = ResultStore::open(o.results_dir);
+  ASSERT_TRUE(store);
+  for (const char* id : {"tp1-autoregressive", "tp1-ddtree-b8"}) {
+    auto r = store->load(id);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, CellStatus::ok) << id;
+    EXPECT_NE(r->provenance.preflight_json.find("\"checks\""), std::string::npos);
+  }
+  for (const char* id : {"tp2-autoregressive", "tp2-ddtree-b8"}) {
+    auto r = store->load(id);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, CellStatus::blocked) << id;
+    ASSERT_TRUE(r->failure);
+    EXPECT_EQ(r->failure->stage, CellStage::preflight);
+    EXPECT_NE(r->failure->reason.find("preflight check"), std::string::npos) << r->failure->reason;
+    EXPECT_NE(r->provenance.preflight_json.find("\"checks\""), std::string::npos);
+    EXPECT_TRUE(r->provenance.server_argv.empty()); // never launched
+    EXPECT_FALSE(fs::exists(store->log_path(id))) << "a server was started for a blocked phase";
+  }
+  auto m = store->load_manifest();
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->phases.at(0).preflight, "passed");
+  EXPECT_EQ(m->phases.at(1).preflight, "failed");
+  EXPECT_FALSE(m->phases.at(1).preflight_json.empty());
+  EXPECT_TRUE(wait_no_processes({s.marker}, std::chrono::seconds(3)).empty());
+}

@@ -1,0 +1,231 @@
+// The runner through its library API: resume by hash, stale results moved aside, --fresh,
+// --only, the directory lock, the GPU-memory gate, progress events, a stop request.
+#include "specbench/runner.hpp"
+
+#include "specbench/matrix.hpp"
+#include "specbench/server.hpp"
+#include "support/test_paths.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <thread>
+#include <unistd.h>
+
+using namespace specbench;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A sweep built in code (no YAML): the simulated server via {specbench}.
+Sweep small_sweep(int max_new_tokens = 16, std::vector<int> budgets = {4}) {
+  Sweep s;
+  s.name = "runner-unit";
+  s.gpus = 2;
+  s.model.name = "unit-model";
+  s.model.path = "runner-unit-model-" + std::to_string(::getpid());
+  s.model.context_length = 2048;
+  s.server.readiness_timeout_s = 10;
+  s.server.request_timeout_s = 5;
+  s.server.stop_grace_s = 3;
+  s.server.launch = {"{specbench}", "sim-server", "--host", "{host}", "--port", "{port}",
+                     "--model-path", "{model}", "--cost-fixed-us", "200", "--load-time-s", "0.05"};
+  s.server.method_args["tree"] = {"--speculative-algorithm", "DDTREE",
+                                  "--speculative-num-draft-tokens", "{block}",
+                                  "--speculative-ddtree-budget", "{budget}"};
+  PhaseSpec p;
+  p.tp = 1;
+  s.phases = {p};
+  s.methods.push_back(Method{MethodKind::autoregressive, 0, 0});
+  for (int b : budgets) s.methods.push_back(Method{MethodKind::tree, 8, b});
+  Workload w;
+  w.name = "w";
+  w.prompt_tokens = 8;
+  w.max_new_tokens = max_new_tokens;
+  w.requests = 3;
+  w.warmup = 1;
+  w.runs = 1;
+  w.concurrency = 2;
+  s.workloads = {w};
+  s.runner.preflight = false;
+  return s;
+}
+
+Matrix expand(const Sweep& s) {
+  auto m = expand_matrix(s, {specbench::testing::cli_path().string()});
+  EXPECT_TRUE(m) << m.status().to_string();
+  return *m;
+}
+
+RunnerOptions options(const fs::path& dir) {
+  RunnerOptions o;
+  o.results_dir = dir;
+  o.gpu_memory = [](const std::vector<int>&) -> Expected<std::vector<std::uint64_t>> {
+    return Status(StatusCode::unavailable, "no GPU in unit tests");
+  };
+  return o;
+}
+
+size_t count_files(const fs::path& dir) {
+  size_t n = 0;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); it != fs::recursive_directory_iterator();
+       ++it)
+    n += it->is_regular_file() ? 1 : 0;
+  return n;
+}
+
+} // namespace
+
+TEST(Runner, ValidatesTheSweepBuiltInCode) {
+  const auto diags = validate_sweep(small_sweep());
+  for (const auto& d : diags) EXPECT_NE(d.severity, Severity::error) << d.to_string();
+}
+
+TEST(Runner, ResumeSkipsCompleteCellsAndConfigChangeMovesResultsAside) {
+  const auto dir = specbench::testing::make_temp_dir("runner-resume");
+  auto sweep = small_sweep();
+  auto matrix = expand(sweep);
+  std::vector<RunnerEvent> events;
+  auto o = options(dir);
+  o.on_event = [&](const RunnerEvent& e) { events.push_back(e); };
+  auto first = run_sweep(sweep, matrix, o);
+  ASSERT_TRUE(first) << first.status().to_string();
+  EXPECT_EQ(first->ok, 2);
+  EXPECT_EQ(first->ran, 2);
+  EXPECT_EQ(first->exit_code(), 0);
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.front().kind, RunnerEventKind::sweep_started);
+  EXPECT_EQ(events.back().kind, RunnerEventKind::sweep_finished);
+  bool progress = false, measure_stage = false;
+  for (const auto& e : events) {
+    progress |= e.kind == RunnerEventKind::cell_progress && e.requests_total > 0;
+    measure_stage |= e.kind == RunnerEventKind::cell_stage && e.stage == "measure";
+  }
+  EXPECT_TRUE(progress);
+  EXPECT_TRUE(measure_stage);
+
+  // Same sweep again: nothing runs.
+  auto second = run_sweep(sweep, matrix, options(dir));
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->already_done, 2);
+  EXPECT_EQ(second->ran, 0);
+  EXPECT_EQ(second->exit_code(), 0);
+
+  // The workload changes: the old results are stale, moved aside (never mixed), and redone.
+  auto changed = small_sweep(24);
+  auto changed_matrix = expand(changed);
+  EXPECT_NE(changed_matrix.phases[0].cells[0].config_hash, matrix.phases[0].cells[0].config_hash);
+  auto third = run_sweep(changed, changed_matrix, options(dir));
+  ASSERT_TRUE(third);
+  EXPECT_EQ(third->moved_aside, 2);
+  EXPECT_EQ(third->ran, 2);
+  ASSERT_TRUE(fs::exists(dir / "stale"));
+  EXPECT_EQ(count_files(dir / "stale") >= 2, true);
+  auto store = ResultStore::open(dir);
+  auto r = store->load("tp1-autoregressive");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->config_hash, changed_matrix.phases[0].cells[0].config_hash);
+  EXPECT_EQ(r->workload.max_new_tokens, 24);
+}
+
+TEST(Runner, FreshRedoesOnlyTheSelectedCells) {
+  const auto dir = specbench::testing::make_temp_dir("runner-fresh");
+  auto sweep = small_sweep();
+  auto matrix = expand(sweep);
+  ASSERT_TRUE(run_sweep(sweep, matrix, options(dir)));
+  auto o = options(dir);
+  o.fresh = true;
+  o.only = {"tp1-ddtree-b4"};
+  auto again = run_sweep(sweep, matrix, o);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->total_cells, 1);
+  EXPECT_EQ(again->ran, 1);
+  EXPECT_EQ(again->moved_aside, 1);
+  auto store = ResultStore::open(dir);
+  EXPECT_EQ(store->load("tp1-ddtree-b4")->attempt, 1); // a fresh start, old one set aside
+  o.only = {"tp9-nothing"};
+  auto bad = run_sweep(sweep, matrix, o);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.status().code(), StatusCode::invalid_argument);
+}
+
+TEST(Runner, ASecondRunOnTheSameDirectoryIsRefused) {
+  const auto dir = specbench::testing::make_temp_dir("runner-lock");
+  const int fd = ::open((dir / ".lock").c_str(), O_RDWR | O_CREAT, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_EX | LOCK_NB), 0);
+  auto sweep = small_sweep();
+  auto out = run_sweep(sweep, expand(sweep), options(dir));
+  ::close(fd);
+  ASSERT_FALSE(out);
+  EXPECT_EQ(out.status().code(), StatusCode::unavailable);
+  EXPECT_NE(out.status().message().find("another specbench run"), std::string::npos);
+}
+
+TEST(Runner, GpuMemoryNotBackToBaselineBlocksTheRestOfThePhase) {
+  const auto dir = specbench::testing::make_temp_dir("runner-memory");
+  auto sweep = small_sweep(16, {4, 8});
+  sweep.runner.skip_smaller_budgets_after_crash = false;
+  auto matrix = expand(sweep);
+  auto o = options(dir);
+  int calls = 0;
+  // Baseline 1 GiB; after the first cell 3 GiB stay held (an orphaned process, say).
+  o.gpu_memory = [&](const std::vector<int>& gpus) -> Expected<std::vector<std::uint64_t>> {
+    EXPECT_EQ(gpus, std::vector<int>{0});
+    return std::vector<std::uint64_t>{(calls++ == 0 ? 1ull : 3ull) << 30};
+  };
+  o.gpu_memory_settle_s = 0.3;
+  auto out = run_sweep(sweep, matrix, o);
+  ASSERT_TRUE(out) << out.status().to_string();
+  EXPECT_EQ(out->ok, 1);
+  EXPECT_EQ(out->blocked, 2);
+  auto store = ResultStore::open(dir);
+  auto first = store->load("tp1-autoregressive");
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->status, CellStatus::ok);
+  ASSERT_FALSE(first->notes.empty());
+  EXPECT_NE(first->notes.back().find("2048 MiB above its baseline"), std::string::npos)
+      << first->notes.back();
+  auto next = store->load("tp1-ddtree-b8");
+  ASSERT_TRUE(next);
+  EXPECT_EQ(next->status, CellStatus::blocked);
+  EXPECT_EQ(next->failure->stage, CellStage::gpu_memory);
+}
+
+TEST(Runner, StopRequestInterruptsTheCellInFlightAndKeepsFinishedOnes) {
+  const auto dir = specbench::testing::make_temp_dir("runner-stop");
+  auto sweep = small_sweep(400, {4});
+  sweep.server.launch.push_back("--cost-per-token-us");
+  sweep.server.launch.push_back("200");
+  auto matrix = expand(sweep);
+  std::atomic<bool> stop{false};
+  auto o = options(dir);
+  o.stop = &stop;
+  o.on_event = [&](const RunnerEvent& e) {
+    // Stop as soon as the second cell is measuring.
+    if (e.kind == RunnerEventKind::cell_progress && e.cell_id == "tp1-ddtree-b4" && e.run >= 0)
+      stop = true;
+  };
+  auto out = run_sweep(sweep, matrix, o);
+  ASSERT_TRUE(out) << out.status().to_string();
+  EXPECT_TRUE(out->stopped);
+  EXPECT_EQ(out->exit_code(), 130);
+  auto store = ResultStore::open(dir);
+  EXPECT_EQ(store->load("tp1-autoregressive")->status, CellStatus::ok);
+  auto cut = store->load("tp1-ddtree-b4");
+  ASSERT_TRUE(cut);
+  EXPECT_EQ(cut->status, CellStatus::interrupted);
+  EXPECT_EQ(store->load_manifest()->state, "interrupted");
+  EXPECT_EQ(live_server_count(), 0);
+}
+
+TEST(Runner, TextPointsAtGpu) {
+  EXPECT_TRUE(text_points_at_gpu("RuntimeError: CUDA error: an illegal instruction was encountered"));
+  EXPECT_TRUE(text_points_at_gpu("Failed to get device capability: CUDA unknown error"));
+  EXPECT_TRUE(text_points_at_gpu("torch.OutOfMemoryError: CUDA out of memory"));
+  EXPECT_TRUE(text_points_at_gpu("NCCL WARN Cuda failure"));
+  EXPECT_FALSE(text_points_at_gpu("HTTP 400: prompt too long for the context"));
+  EXPECT_FALSE(text_points_at_gpu("connection refused"));
+}
