@@ -150,7 +150,9 @@ public:
   bool could_not_run() const noexcept { return !run_error.is_ok(); }
   /// "pass", "warn", "fail" or "could-not-run".
   const char* verdict() const noexcept;
-  /// The first failed check (nullptr if none): where to look first.
+  /// Where to look first: the first failed check outside the host layer (host findings are
+  /// evidence cited by the other layers' diagnoses), else the first failed host check; nullptr if
+  /// nothing failed.
   const CheckResult* first_failure() const noexcept;
   /// Checks of one layer, in order.
   std::vector<const CheckResult*> checks_of(PreflightLayer layer) const;

@@ -377,7 +377,12 @@ void run_probe_layers(Run& run) {
                       : "NVML and CUDA see the same " +
                             std::to_string(report.host.cuda_device_count) + " GPU(s)";
     }
-    add_check(run, std::move(c), t0);
+    // Listed with the other cuda-driver checks, before compute.
+    c.elapsed_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    auto pos = report.checks.begin();
+    for (auto it = report.checks.begin(); it != report.checks.end(); ++it)
+      if (it->layer == PreflightLayer::cuda_driver) pos = it + 1;
+    report.checks.insert(pos, std::move(c));
   }
 
   // Diagnoses of CUDA errors, with the other layers' evidence.

@@ -50,6 +50,10 @@ const char* PreflightReport::verdict() const noexcept {
 }
 
 const CheckResult* PreflightReport::first_failure() const noexcept {
+  // Host findings are evidence for the other layers' diagnoses: the headline is the first failure
+  // of a deeper layer (whose diagnosis already cites the host evidence), else the host's own.
+  for (const auto& c : checks)
+    if (c.status == CheckStatus::fail && c.layer != PreflightLayer::host) return &c;
   for (const auto& c : checks)
     if (c.status == CheckStatus::fail) return &c;
   return nullptr;

@@ -387,7 +387,9 @@ TEST(PreflightFakes, JsonReportFollowsSchema) {
   EXPECT_EQ(j["schema_version"], 1);
   EXPECT_EQ(j["verdict"], "fail");
   EXPECT_EQ(j["exit_code"], 1);
-  EXPECT_EQ(j["first_failure"]["layer"], "host"); // host.uvm fails first, as evidence
+  // host.uvm fails first, but host findings are evidence: the headline is cuInit's failure.
+  EXPECT_EQ(j["first_failure"]["id"], "cuda.init");
+  EXPECT_EQ(j["first_failure"]["layer"], "cuda-driver");
   EXPECT_EQ(j["host"]["nvml_device_count"], 8);
   EXPECT_EQ(j["layers"].size(), 6u);
   EXPECT_EQ(j["layers"][2]["layer"], "cuda-driver");
@@ -454,7 +456,7 @@ TEST(PreflightCli, RealMachineWithoutDriverSaysSo) {
   const auto res = testing::run_cli({testing::cli_path().string(), "preflight", "--json"}, {});
   ASSERT_EQ(res.exit_code, 1) << res.out;
   const auto j = nlohmann::json::parse(res.out);
-  EXPECT_EQ(j["first_failure"]["id"], "host.kernel_module");
+  EXPECT_EQ(j["first_failure"]["id"], "driver.nvml");
   bool said = false;
   for (const auto& c : j["checks"])
     if (c["id"] == "cuda.load" && c["diagnosis"].is_string())
