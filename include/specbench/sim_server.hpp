@@ -28,8 +28,8 @@ namespace specbench {
 /// The synthetic language model pair.
 struct SyntheticModelOptions {
   int vocab = 256;          ///< vocabulary size (token ids 0..vocab-1; prompt ids are taken mod vocab)
-  double agreement = 0.7;   ///< 1 = the drafter equals the target; lower = noisier drafts
-  double sharpness = 8.0;   ///< target logit scale (higher = more peaked target)
+  double agreement = 0.75;  ///< 1 = the drafter equals the target; lower = noisier drafts
+  double sharpness = 8.0;   ///< target logit scale (Gumbel scale sharpness/4 x [0.5,1.5) per context)
   double depth_decay = 0.15; ///< draft noise grows by this fraction per draft position
   uint64_t seed = 0x5eedULL; ///< the "weights"
 };

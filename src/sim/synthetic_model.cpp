@@ -27,10 +27,6 @@ uint64_t context_hash(uint64_t seed, int32_t prev2, int32_t prev1, int64_t posit
   return mix(h ^ static_cast<uint64_t>(position) * 0x2545f4914f6cdd1dULL);
 }
 
-int32_t argmax(std::span<const float> v) {
-  return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
-}
-
 void log_softmax(std::vector<float>& v) {
   const float m = *std::max_element(v.begin(), v.end());
   double sum = 0;
@@ -51,19 +47,33 @@ SyntheticModel::SyntheticModel(SyntheticModelOptions options) : opt_(options) {
 void SyntheticModel::target_logits(int32_t prev2, int32_t prev1, int64_t position,
                                    std::span<float> out) const {
   const uint64_t h = context_hash(opt_.seed, prev2, prev1, position);
+  // Gumbel-distributed logits: the top token usually stands clear of the rest (gap ~ scale),
+  // and the context sets how peaked the distribution is, as in language.
+  const double scale = opt_.sharpness * 0.25 * (0.5 + unit(mix(h ^ 0xabcdefULL)));
   for (int v = 0; v < opt_.vocab; ++v) {
-    const double u = unit(mix(h + static_cast<uint64_t>(v)));
-    // u^8 keeps most logits near 0 and a few near `sharpness`: a peaked, language-like target.
-    const double u2 = u * u, u4 = u2 * u2;
-    out[v] = static_cast<float>(opt_.sharpness * u4 * u4);
+    const double u = std::max(unit(mix(h + static_cast<uint64_t>(v))), 1e-12);
+    out[v] = static_cast<float>(scale * -std::log(-std::log(u)));
   }
 }
 
 int32_t SyntheticModel::target_token(int32_t prev2, int32_t prev1, int64_t position,
                                      double temperature, uint64_t sample_seed) const {
+  if (temperature <= 0) {
+    // The logits are a monotone function of the hashed uniforms: the argmax needs no logarithms.
+    const uint64_t h = context_hash(opt_.seed, prev2, prev1, position);
+    int32_t best = 0;
+    double best_u = -1;
+    for (int v = 0; v < opt_.vocab; ++v) {
+      const double u = std::max(unit(mix(h + static_cast<uint64_t>(v))), 1e-12);
+      if (u > best_u) {
+        best_u = u;
+        best = v;
+      }
+    }
+    return best;
+  }
   std::vector<float> logits(opt_.vocab);
   target_logits(prev2, prev1, position, logits);
-  if (temperature <= 0) return argmax(logits);
   // A sample keyed by the context, not by a running RNG: every method draws the same token at the
   // same place, so speculative decoding here is lossless by construction, as it must be.
   const float m = *std::max_element(logits.begin(), logits.end());
@@ -85,8 +95,10 @@ void SyntheticModel::draft_logits(int32_t prev2, int32_t prev1, int64_t position
   const double sigma = (1.0 - a) / a * (1.0 + opt_.depth_decay * std::max(0, depth - 1));
   const uint64_t h = mix(context_hash(opt_.seed ^ 0xd1a5ULL, prev2, prev1, position) ^
                          static_cast<uint64_t>(depth));
-  for (int v = 0; v < opt_.vocab; ++v)
-    out[v] += static_cast<float>(sigma * opt_.sharpness * unit(mix(h + static_cast<uint64_t>(v))));
+  for (int v = 0; v < opt_.vocab; ++v) {
+    const double u = std::max(unit(mix(h + static_cast<uint64_t>(v))), 1e-12);
+    out[v] += static_cast<float>(sigma * opt_.sharpness * 0.25 * -std::log(-std::log(u)));
+  }
 }
 
 SimDecoder::SimDecoder(const SyntheticModel& model, SimDecodeConfig config,
