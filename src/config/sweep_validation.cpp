@@ -217,7 +217,7 @@ std::vector<Diagnostic> validate_sweep(const Sweep& s) {
                     std::to_string(Limits::max_budget));
     }
     if (!method_ids.insert(m.id()).second)
-      f.error(p, "method `" + m.id() + "` is listed twice (duplicate cell ids)",
+      f.error(m.kind == MethodKind::tree ? p + ".budgets" : p, "method `" + m.id() + "` is listed twice (duplicate cell ids)",
               "remove the repeated method or budget");
   }
   if (any_spec && !any_ar)
