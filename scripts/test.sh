@@ -1,8 +1,23 @@
 #!/usr/bin/env bash
 # Builds specbench and runs the whole test suite with CTest. GPU tests report "skipped" with a
 # reason on a machine without a GPU. Extra arguments go to cmake at configure time.
+#
+# When the main build has CUDA, the suite also runs in a second configuration built without CUDA
+# (build-nocuda/), proving that everything but the kernels builds and passes there and that the
+# kernel launchers answer "not compiled". SPECBENCH_TEST_NO_CUDA=0 skips that second pass.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${SPECBENCH_BUILD_DIR:-build}
+jobs=$(nproc)
+
 scripts/build.sh "$@"
-ctest --test-dir "$build_dir" --output-on-failure -j "$(nproc)" --timeout 600
+echo "== tests: $build_dir"
+ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" --timeout 600
+
+if [[ ${SPECBENCH_TEST_NO_CUDA:-1} != 0 ]] &&
+   grep -q '^CMAKE_CUDA_COMPILER:[A-Z]*=.*nvcc' "$build_dir/CMakeCache.txt"; then
+  echo "== tests: build-nocuda (the same suite without CUDA)"
+  SPECBENCH_BUILD_DIR=build-nocuda scripts/build.sh -DSPECBENCH_ENABLE_CUDA=OFF \
+    -DSPECBENCH_BUILD_BENCHMARKS=OFF
+  ctest --test-dir build-nocuda --output-on-failure -j "$jobs" --timeout 600
+fi
