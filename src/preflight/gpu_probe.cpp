@@ -731,8 +731,7 @@ int Probe::run() {
   healthy_.assign(static_cast<size_t>(count_), false);
   for (int d : planned_) compute(d);
   interconnect();
-  for (int d : planned_)
-    if (ctx_[d] && api_.cuDevicePrimaryCtxRelease) (void)api_.cuDevicePrimaryCtxRelease(d);
+  // The contexts are not released: the process ends right after this, and the driver frees them.
   emit(fd_, {{"ev", "done"}});
   return 0;
 }

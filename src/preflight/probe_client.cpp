@@ -162,6 +162,10 @@ ProbeOutcome run_probe_child(const nlohmann::json& request, const PreflightPlan&
           } else if (kind == "done") {
             out.finished = true;
           }
+          if (kind == "done") {
+            // Everything is here; do not wait for the child's CUDA teardown to close the pipes.
+            out_open = err_open = false;
+          }
           out.events.push_back(std::move(ev));
         }
       }
