@@ -13,7 +13,8 @@
 namespace specbench::kernels::detail {
 
 inline Status cuda_status(cudaError_t err, const char* where, const char* call) {
-  if (err == cudaSuccess) return {};
+  if (err == cudaSuccess)
+    return {};
   return Status(StatusCode::cuda_error,
                 std::string(call) + " failed: " + cudaGetErrorName(err) + " (" +
                     cudaGetErrorString(err) + ")",
@@ -35,7 +36,8 @@ int max_smem_per_block();
 /// Order-preserving 32-bit key of a float: a < b  <=>  key(a) < key(b) for numbers; -0 and +0
 /// share a key; every NaN gets the largest key (torch.argmax treats NaN as the maximum).
 __device__ __forceinline__ uint32_t float_key(float f) {
-  if (f != f) return 0xFFFFFFFFu;
+  if (f != f)
+    return 0xFFFFFFFFu;
   uint32_t u = __float_as_uint(f + 0.0f); // -0 + 0 = +0
   return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
 }
@@ -57,7 +59,6 @@ __device__ __forceinline__ uint64_t warp_max_packed(uint64_t v) {
   return (static_cast<uint64_t>(m) << 32) | i;
 }
 
-
 /// Greedy walk of one request over a parent-array tree, run by a whole block. `parents_s`,
 /// `tokens_s` and `target_s` are [n] in shared memory (parents_s == nullptr: a chain);
 /// `first_s` is [n] int scratch. Writes the path, accepted count and bonus for request `b`.
@@ -65,11 +66,13 @@ __device__ inline void block_walk_tree(const int32_t* parents_s, const int32_t* 
                                        const int32_t* target_s, int32_t* first_s, int n,
                                        int32_t* accept_path, int32_t* accepted, int32_t* bonus,
                                        int b) {
-  for (int i = threadIdx.x; i < n; i += blockDim.x) first_s[i] = 0x7FFFFFFF;
+  for (int i = threadIdx.x; i < n; i += blockDim.x)
+    first_s[i] = 0x7FFFFFFF;
   __syncthreads();
   for (int i = 1 + threadIdx.x; i < n; i += blockDim.x) {
     const int p = parents_s ? parents_s[i] : i - 1;
-    if (p >= 0 && p < n && p != i && tokens_s[i] == target_s[p]) atomicMin(&first_s[p], i);
+    if (p >= 0 && p < n && p != i && tokens_s[i] == target_s[p])
+      atomicMin(&first_s[p], i);
   }
   __syncthreads();
   __shared__ int path_len;
@@ -87,7 +90,8 @@ __device__ inline void block_walk_tree(const int32_t* parents_s, const int32_t* 
     path_len = len;
   }
   __syncthreads();
-  for (int i = path_len + 1 + threadIdx.x; i < n; i += blockDim.x) path_row[i] = -1;
+  for (int i = path_len + 1 + threadIdx.x; i < n; i += blockDim.x)
+    path_row[i] = -1;
 }
 
 /// The same walk run by warp 0 alone (no block barriers; every lane of the warp must call it).
@@ -96,11 +100,13 @@ __device__ inline void warp_walk_tree(const int32_t* parents_s, const int32_t* t
                                       int32_t* accept_path, int32_t* accepted, int32_t* bonus,
                                       int b) {
   const int lane = threadIdx.x & 31;
-  for (int i = lane; i < n; i += 32) first_s[i] = 0x7FFFFFFF;
+  for (int i = lane; i < n; i += 32)
+    first_s[i] = 0x7FFFFFFF;
   __syncwarp();
   for (int i = 1 + lane; i < n; i += 32) {
     const int p = parents_s ? parents_s[i] : i - 1;
-    if (p >= 0 && p < n && p != i && tokens_s[i] == target_s[p]) atomicMin(&first_s[p], i);
+    if (p >= 0 && p < n && p != i && tokens_s[i] == target_s[p])
+      atomicMin(&first_s[p], i);
   }
   __syncwarp();
   int32_t* path_row = accept_path + static_cast<int64_t>(b) * n;
@@ -116,7 +122,8 @@ __device__ inline void warp_walk_tree(const int32_t* parents_s, const int32_t* t
     bonus[b] = target_s[cur];
   }
   len = __shfl_sync(0xFFFFFFFFu, len, 0);
-  for (int i = len + 1 + lane; i < n; i += 32) path_row[i] = -1;
+  for (int i = len + 1 + lane; i < n; i += 32)
+    path_row[i] = -1;
 }
 
 } // namespace specbench::kernels::detail

@@ -5,9 +5,9 @@
 // step pops the warp-wide best with a warp max of the score keys (ties: min depth, then a
 // rank-path comparison that walks both candidates' ancestors in shared memory). The popped slot
 // takes the next sibling, lane (node % 32) takes the first child, and every lane refreshes its
-// best with a branch-free max tree over its slots' keys. Scores use the reference's float operations in the same order, so the
-// tree, its node numbering and its scores are bit-identical. The whole block then writes the
-// outputs and the ancestor masks in parallel.
+// best with a branch-free max tree over its slots' keys. Scores use the reference's float
+// operations in the same order, so the tree, its node numbering and its scores are bit-identical.
+// The whole block then writes the outputs and the ancestor masks in parallel.
 #include "common.cuh"
 
 namespace specbench::kernels {
@@ -17,10 +17,10 @@ namespace {
 constexpr int kThreads = 256;
 constexpr std::size_t kLogpCacheBytes = 16 * 1024;
 
-
 // Key of a score under the reference order (larger is better); NaN sorts below -inf.
 __device__ __forceinline__ uint32_t score_key(float f) {
-  if (f != f) return 1u;
+  if (f != f)
+    return 1u;
   uint32_t u = __float_as_uint(f + 0.0f);
   return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
 }
@@ -41,18 +41,20 @@ Layout make_layout(int budget, int depth, int k, bool want_mask, int smem_limit)
   const std::size_t logp = sizeof(float) * static_cast<std::size_t>(depth) * l.kc;
   l.cache_logp = logp <= kLogpCacheBytes;
   l.off_logp = off;
-  if (l.cache_logp) off += align_up(logp, 16);
+  if (l.cache_logp)
+    off += align_up(logp, 16);
   l.off_rows = off;
   const std::size_t rows = sizeof(uint32_t) * static_cast<std::size_t>(l.n) * l.words;
   l.rows_in_smem = want_mask && off + rows <= static_cast<std::size_t>(smem_limit);
-  if (l.rows_in_smem) off += rows;
+  if (l.rows_in_smem)
+    off += rows;
   l.total = off;
   return l;
 }
 
 struct BuildArgs {
-  const float* top_logp;     // [batch, depth, k]
-  const int32_t* top_ids;    // [batch, depth, k]
+  const float* top_logp;  // [batch, depth, k]
+  const int32_t* top_ids; // [batch, depth, k]
   const int32_t* root_tokens;
   const int32_t* seq_lens;
   int depth, k, budget;
@@ -60,8 +62,7 @@ struct BuildArgs {
   DdtreeOutputs out;
 };
 
-template <int S>
-__global__ void __launch_bounds__(kThreads) ddtree_kernel(BuildArgs a) {
+template <int S> __global__ void __launch_bounds__(kThreads) ddtree_kernel(BuildArgs a) {
   extern __shared__ __align__(16) unsigned char smem[];
   const int n = a.lay.n, tid = threadIdx.x, b = blockIdx.x;
   int32_t* t_parent = reinterpret_cast<int32_t*>(smem + a.lay.off_tree);
@@ -78,7 +79,8 @@ __global__ void __launch_bounds__(kThreads) ddtree_kernel(BuildArgs a) {
     t_next[i] = -1;
   }
   if (a.lay.cache_logp)
-    for (int e = tid; e < depth * kc; e += kThreads) lpc[e] = glp[(e / kc) * k + e % kc];
+    for (int e = tid; e < depth * kc; e += kThreads)
+      lpc[e] = glp[(e / kc) * k + e % kc];
   __shared__ int s_count;
   __syncthreads();
 
@@ -124,15 +126,18 @@ __global__ void __launch_bounds__(kThreads) ddtree_kernel(BuildArgs a) {
     auto recompute = [&]() {
       uint32_t t[S];
 #pragma unroll
-      for (int j = 0; j < S; ++j) t[j] = kk[j];
+      for (int j = 0; j < S; ++j)
+        t[j] = kk[j];
 #pragma unroll
       for (int w = 1; w < S; w *= 2)
 #pragma unroll
-        for (int j = 0; j + w < S; j += 2 * w) t[j] = max(t[j], t[j + w]);
+        for (int j = 0; j + w < S; j += 2 * w)
+          t[j] = max(t[j], t[j + w]);
       bk = t[0];
       uint64_t eq = 0;
 #pragma unroll
-      for (int j = 0; j < S; ++j) eq |= static_cast<uint64_t>(kk[j] == bk) << j;
+      for (int j = 0; j < S; ++j)
+        eq |= static_cast<uint64_t>(kk[j] == bk) << j;
       bslot = __ffsll(static_cast<long long>(eq)) - 1;
       if (bk != 0 && (eq & (eq - 1))) { // equal scores inside this lane
         int bd = 0x7FFFFFFF, bp = 0, br = 0;
@@ -149,7 +154,8 @@ __global__ void __launch_bounds__(kThreads) ddtree_kernel(BuildArgs a) {
           }
         }
       }
-      if (bk == 0) bslot = 0;
+      if (bk == 0)
+        bslot = 0;
     };
     int count = 1;
     if (depth > 0 && k > 0 && a.budget > 0 && lane == 0) {
@@ -164,7 +170,8 @@ __global__ void __launch_bounds__(kThreads) ddtree_kernel(BuildArgs a) {
     const uint32_t key_neg_inf = 0x007FFFFFu;
     while (count <= a.budget) {
       const uint32_t m = __reduce_max_sync(0xFFFFFFFFu, bk);
-      if (m <= key_neg_inf) break; // empty frontier, or only -inf (and NaN) left
+      if (m <= key_neg_inf)
+        break; // empty frontier, or only -inf (and NaN) left
       // This lane's best candidate's fields.
       float es = 0.0f;
       int ep = 0;
@@ -228,7 +235,8 @@ __global__ void __launch_bounds__(kThreads) ddtree_kernel(BuildArgs a) {
         }
       uint64_t empty = 0;
 #pragma unroll
-      for (int j = 0; j < S; ++j) empty |= static_cast<uint64_t>(kk[j] == 0) << j;
+      for (int j = 0; j < S; ++j)
+        empty |= static_cast<uint64_t>(kk[j] == 0) << j;
       const int free_slot = __ffsll(static_cast<long long>(empty)) - 1;
 #pragma unroll
       for (int j = 0; j < S; ++j)
@@ -241,7 +249,8 @@ __global__ void __launch_bounds__(kThreads) ddtree_kernel(BuildArgs a) {
       __syncwarp(); // the new tree node is visible to path_less
       recompute();
     }
-    if (lane == 0) s_count = count;
+    if (lane == 0)
+      s_count = count;
   }
   __syncthreads();
 
@@ -263,39 +272,52 @@ __global__ void __launch_bounds__(kThreads) ddtree_kernel(BuildArgs a) {
   const int64_t ob = static_cast<int64_t>(b) * n;
   const DdtreeOutputs& o = a.out;
   const int seq = a.seq_lens ? a.seq_lens[b] : 0;
-  if (tid == 0 && o.node_count) o.node_count[b] = count;
+  if (tid == 0 && o.node_count)
+    o.node_count[b] = count;
   for (int i = tid; i < n; i += kThreads) {
     const bool real = i < count;
     const int d = real ? t_depth[i] : -1;
-    if (o.parents) o.parents[ob + i] = real ? t_parent[i] : -1;
-    if (o.depths) o.depths[ob + i] = d;
-    if (o.positions) o.positions[ob + i] = real ? seq + d : -1;
-    if (o.scores) o.scores[ob + i] = real ? t_score[i] : -INFINITY;
-    if (o.first_child) o.first_child[ob + i] = (real && t_first[i] != 0x7FFFFFFF) ? t_first[i] : -1;
-    if (o.next_sibling) o.next_sibling[ob + i] = real ? t_next[i] : -1;
+    if (o.parents)
+      o.parents[ob + i] = real ? t_parent[i] : -1;
+    if (o.depths)
+      o.depths[ob + i] = d;
+    if (o.positions)
+      o.positions[ob + i] = real ? seq + d : -1;
+    if (o.scores)
+      o.scores[ob + i] = real ? t_score[i] : -INFINITY;
+    if (o.first_child)
+      o.first_child[ob + i] = (real && t_first[i] != 0x7FFFFFFF) ? t_first[i] : -1;
+    if (o.next_sibling)
+      o.next_sibling[ob + i] = real ? t_next[i] : -1;
     if (o.tokens) {
       int32_t t = -1;
-      if (i == 0) t = a.root_tokens[b];
-      else if (real) t = a.top_ids[(static_cast<int64_t>(b) * depth + d - 1) * k + t_rank[i]];
+      if (i == 0)
+        t = a.root_tokens[b];
+      else if (real)
+        t = a.top_ids[(static_cast<int64_t>(b) * depth + d - 1) * k + t_rank[i]];
       o.tokens[ob + i] = t;
     }
   }
-  if (o.mask == nullptr && o.mask_packed == nullptr) return;
+  if (o.mask == nullptr && o.mask_packed == nullptr)
+    return;
   const int W = a.lay.words;
   uint32_t* rows = a.lay.rows_in_smem ? reinterpret_cast<uint32_t*>(smem + a.lay.off_rows)
                                       : o.mask_packed + ob * W;
   for (int i = tid; i < n; i += kThreads) {
     uint32_t* r = rows + static_cast<int64_t>(i) * W;
-    for (int w = 0; w < W; ++w) r[w] = 0;
+    for (int w = 0; w < W; ++w)
+      r[w] = 0;
     if (i < count) {
-      for (int j = i; j >= 0; j = t_parent[j]) r[j >> 5] |= 1u << (j & 31);
+      for (int j = i; j >= 0; j = t_parent[j])
+        r[j >> 5] |= 1u << (j & 31);
     } else {
       r[i >> 5] |= 1u << (i & 31);
     }
   }
   __syncthreads();
   if (a.lay.rows_in_smem && o.mask_packed)
-    for (int e = tid; e < n * W; e += kThreads) o.mask_packed[ob * W + e] = rows[e];
+    for (int e = tid; e < n * W; e += kThreads)
+      o.mask_packed[ob * W + e] = rows[e];
   if (o.mask) {
     uint8_t* m = o.mask + ob * n;
     for (int e = tid; e < n * n; e += kThreads) {
@@ -314,7 +336,8 @@ Status build_ddtree(const float* top_logp, const int32_t* top_ids, const int32_t
   const char* where = "kernels::build_ddtree";
   if (Status s = detail::check_ddtree(top_logp, top_ids, root_tokens, batch, depth, k, budget); !s)
     return s;
-  if (batch == 0) return {};
+  if (batch == 0)
+    return {};
   const int limit = detail::max_smem_per_block();
   const bool want_mask = out.mask != nullptr || out.mask_packed != nullptr;
   // 1 KiB left for the kernel's static shared memory.

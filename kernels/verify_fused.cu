@@ -31,16 +31,16 @@ template <> struct Elem<float> {
 
 template <typename T, bool kVec>
 __global__ void __launch_bounds__(kThreads)
-    fused_greedy_kernel(const T* __restrict__ logits,          // [batch, nodes, vocab]
-                        const int32_t* __restrict__ parents,   // [batch, nodes] or nullptr
-                        const int32_t* __restrict__ tokens,    // [batch, nodes]
+    fused_greedy_kernel(const T* __restrict__ logits,        // [batch, nodes, vocab]
+                        const int32_t* __restrict__ parents, // [batch, nodes] or nullptr
+                        const int32_t* __restrict__ tokens,  // [batch, nodes]
                         int nodes, int64_t vocab, int splits, int64_t chunk,
-                        int32_t* __restrict__ target_out,      // [batch, nodes] or nullptr
-                        int32_t* __restrict__ accept_path,     // [batch, nodes]
-                        int32_t* __restrict__ accepted,        // [batch]
-                        int32_t* __restrict__ bonus,           // [batch]
-                        uint32_t* __restrict__ counters,       // [batch]
-                        uint64_t* __restrict__ partials) {     // [batch * nodes, splits]
+                        int32_t* __restrict__ target_out,  // [batch, nodes] or nullptr
+                        int32_t* __restrict__ accept_path, // [batch, nodes]
+                        int32_t* __restrict__ accepted,    // [batch]
+                        int32_t* __restrict__ bonus,       // [batch]
+                        uint32_t* __restrict__ counters,   // [batch]
+                        uint64_t* __restrict__ partials) { // [batch * nodes, splits]
   using E = Elem<T>;
   const int64_t row = blockIdx.x / splits;
   const int split = static_cast<int>(blockIdx.x - row * splits);
@@ -60,7 +60,8 @@ __global__ void __launch_bounds__(kThreads)
   // does not wait for them after the reduction.
   const bool staged = nodes <= kThreads;
   if (staged && tid < nodes) {
-    if (parents) par[tid] = parents[off + tid];
+    if (parents)
+      par[tid] = parents[off + tid];
     tok[tid] = tokens[off + tid];
   }
 
@@ -70,12 +71,14 @@ __global__ void __launch_bounds__(kThreads)
   if (kVec) {
     constexpr int V = E::kPerVec;
     constexpr int64_t step = static_cast<int64_t>(kThreads) * V;
-    if (start + tid * V < end) best_idx = start + tid * V;
+    if (start + tid * V < end)
+      best_idx = start + tid * V;
     for (int64_t base = start + tid * V; base < end; base += kUnroll * step) {
       uint4 v[kUnroll];
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u)
-        if (base + u * step < end) v[u] = __ldcs(reinterpret_cast<const uint4*>(x + base + u * step));
+        if (base + u * step < end)
+          v[u] = __ldcs(reinterpret_cast<const uint4*>(x + base + u * step));
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
         if (base + u * step < end) {
@@ -92,7 +95,8 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
   } else {
-    if (start + tid < end) best_idx = start + tid;
+    if (start + tid < end)
+      best_idx = start + tid;
     for (int64_t i = start + tid; i < end; i += kThreads) {
       const float f = E::scalar(x + i);
       nan |= f != f;
@@ -102,14 +106,15 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
   }
-  uint64_t key = best_idx == 0x7FFFFFFF ? 0ull
-                                        : pack_argmax(float_key(best), static_cast<uint32_t>(best_idx));
+  uint64_t key =
+      best_idx == 0x7FFFFFFF ? 0ull : pack_argmax(float_key(best), static_cast<uint32_t>(best_idx));
   __shared__ uint64_t red[kThreads / 32];
   __shared__ int nan_first;
   __shared__ bool is_last;
   if (__syncthreads_or(nan)) {
     // Rare: torch.argmax returns the first NaN. Find it in this chunk.
-    if (tid == 0) nan_first = 0x7FFFFFFF;
+    if (tid == 0)
+      nan_first = 0x7FFFFFFF;
     __syncthreads();
     int mine = 0x7FFFFFFF;
     for (int64_t i = start + tid; i < end; i += kThreads) {
@@ -124,7 +129,8 @@ __global__ void __launch_bounds__(kThreads)
     key = pack_argmax(0xFFFFFFFFu, static_cast<uint32_t>(nan_first));
   }
   key = warp_max_packed(key);
-  if ((tid & 31) == 0) red[tid >> 5] = key;
+  if ((tid & 31) == 0)
+    red[tid >> 5] = key;
   __syncthreads();
   if (tid < 32) {
     key = tid < kThreads / 32 ? red[tid] : 0ull;
@@ -137,13 +143,15 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
   __syncthreads();
-  if (!is_last) return;
+  if (!is_last)
+    return;
 
   // This block finished last for request b: every partial of the request is visible.
   __threadfence();
   if (!staged)
     for (int i = tid; i < nodes; i += kThreads) {
-      if (parents) par[i] = parents[off + i];
+      if (parents)
+        par[i] = parents[off + i];
       tok[i] = tokens[off + i];
     }
   const int warp = tid >> 5, lane = tid & 31;
@@ -157,13 +165,16 @@ __global__ void __launch_bounds__(kThreads)
     m = warp_max_packed(m);
     if (lane == 0) {
       tgt[r] = packed_index(m);
-      if (target_out) target_out[off + r] = packed_index(m);
+      if (target_out)
+        target_out[off + r] = packed_index(m);
     }
   }
   __syncthreads();
   if (tid < 32) {
-    warp_walk_tree(parents ? par : nullptr, tok, tgt, first, nodes, accept_path, accepted, bonus, b);
-    if (tid == 0) counters[b] = 0; // ready for the next call (and for graph replays)
+    warp_walk_tree(parents ? par : nullptr, tok, tgt, first, nodes, accept_path, accepted, bonus,
+                   b);
+    if (tid == 0)
+      counters[b] = 0; // ready for the next call (and for graph replays)
   }
 }
 
@@ -176,7 +187,8 @@ int greedy_splits(int64_t rows, int64_t vocab, int64_t* chunk) {
   int64_t splits = (target_blocks + rows - 1) / rows;
   splits = splits < 1 ? 1 : splits;
   const int max_splits = greedy_max_splits(vocab);
-  if (splits > max_splits) splits = max_splits;
+  if (splits > max_splits)
+    splits = max_splits;
   int64_t c = (vocab + splits - 1) / splits;
   c = (c + kGreedyGranule - 1) / kGreedyGranule * kGreedyGranule;
   *chunk = c;
@@ -191,13 +203,13 @@ Status verify_greedy_fused(const void* logits, LogitsDtype dtype, const int32_t*
                            int32_t* bonus, void* workspace, std::size_t workspace_bytes,
                            Stream stream) {
   const char* where = "kernels::verify_greedy_fused";
-  if (Status s = detail::check_fused(logits, tokens, batch, nodes, vocab, accept_path, accepted,
-                                     bonus, workspace, workspace_bytes,
-                                     verify_greedy_fused_workspace_bytes(batch, nodes, vocab),
-                                     where);
+  if (Status s = detail::check_fused(
+          logits, tokens, batch, nodes, vocab, accept_path, accepted, bonus, workspace,
+          workspace_bytes, verify_greedy_fused_workspace_bytes(batch, nodes, vocab), where);
       !s)
     return s;
-  if (batch == 0) return {};
+  if (batch == 0)
+    return {};
   const int64_t rows = static_cast<int64_t>(batch) * nodes;
   int64_t chunk = 0;
   const int splits = detail::greedy_splits(rows, vocab, &chunk);

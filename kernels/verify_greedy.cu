@@ -11,7 +11,8 @@ namespace detail {
 int sm_count() {
   static int cache[64] = {};
   int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 132;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64)
+    return 132;
   if (cache[dev] == 0) {
     int v = 0;
     cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev);
@@ -23,7 +24,8 @@ int sm_count() {
 int max_smem_per_block() {
   static int cache[64] = {};
   int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 48 * 1024;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64)
+    return 48 * 1024;
   if (cache[dev] == 0) {
     int v = 0;
     cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
@@ -43,7 +45,8 @@ __global__ void chain_greedy_kernel(const int32_t* __restrict__ drafts, // [batc
                                     int32_t* __restrict__ bonus) {
   const int lane = threadIdx.x & 31;
   const int b = blockIdx.x * kChainWarpsPerBlock + (threadIdx.x >> 5);
-  if (b >= batch) return;
+  if (b >= batch)
+    return;
   const int32_t* d = drafts + static_cast<int64_t>(b) * k;
   const int32_t* t = target + static_cast<int64_t>(b) * (k + 1);
   int first_miss = k;
@@ -128,36 +131,44 @@ __global__ void sglang_greedy_kernel(int32_t* __restrict__ predicts,         // 
           next = c;
           break;
         }
-      if (next < 0) break;
+      if (next < 0)
+        break;
       predicts[gid[cur]] = static_cast<int32_t>(want);
       idx_row[j] = static_cast<int32_t>(gid[next]);
       ++len;
       cur = next;
     }
-    if (gid[cur] >= 0 && gid[cur] < total) predicts[gid[cur]] = static_cast<int32_t>(pred[cur]);
+    if (gid[cur] >= 0 && gid[cur] < total)
+      predicts[gid[cur]] = static_cast<int32_t>(pred[cur]);
     accept_token_num[b] = len;
     path_len = len;
   }
   __syncthreads();
-  for (int j = path_len + 1 + threadIdx.x; j < steps; j += blockDim.x) idx_row[j] = -1;
+  for (int j = path_len + 1 + threadIdx.x; j < steps; j += blockDim.x)
+    idx_row[j] = -1;
 }
 
 __global__ void memset_kernel(uint4* p, std::size_t n16, uint8_t* tail, std::size_t ntail) {
   const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
-  if (i < n16) p[i] = make_uint4(0, 0, 0, 0);
-  if (i < ntail) tail[i] = 0;
+  if (i < n16)
+    p[i] = make_uint4(0, 0, 0, 0);
+  if (i < ntail)
+    tail[i] = 0;
 }
 
 } // namespace
 } // namespace detail
 
-bool compiled_with_cuda() noexcept { return true; }
+bool compiled_with_cuda() noexcept {
+  return true;
+}
 
 Status verify_chain_greedy(const int32_t* drafts, const int32_t* target_tokens, int batch, int k,
                            int32_t* accepted, int32_t* bonus, Stream stream) {
   if (Status s = detail::check_chain_greedy(drafts, target_tokens, batch, k, accepted, bonus); !s)
     return s;
-  if (batch == 0) return {};
+  if (batch == 0)
+    return {};
   const int blocks = (batch + detail::kChainWarpsPerBlock - 1) / detail::kChainWarpsPerBlock;
   detail::chain_greedy_kernel<<<blocks, 32 * detail::kChainWarpsPerBlock, 0, stream>>>(
       drafts, target_tokens, batch, k, accepted, bonus);
@@ -165,13 +176,14 @@ Status verify_chain_greedy(const int32_t* drafts, const int32_t* target_tokens, 
 }
 
 Status verify_tree_greedy(const int32_t* parents, const int32_t* tokens,
-                          const int32_t* target_tokens, int batch, int nodes,
-                          int32_t* accept_path, int32_t* accepted, int32_t* bonus, Stream stream) {
+                          const int32_t* target_tokens, int batch, int nodes, int32_t* accept_path,
+                          int32_t* accepted, int32_t* bonus, Stream stream) {
   if (Status s = detail::check_tree_greedy(parents, tokens, target_tokens, batch, nodes,
                                            accept_path, accepted, bonus);
       !s)
     return s;
-  if (batch == 0) return {};
+  if (batch == 0)
+    return {};
   const int threads = nodes <= 64 ? 64 : (nodes <= 128 ? 128 : 256);
   detail::tree_greedy_kernel<<<batch, threads, 4 * sizeof(int32_t) * nodes, stream>>>(
       parents, tokens, target_tokens, nodes, accept_path, accepted, bonus);
@@ -181,15 +193,15 @@ Status verify_tree_greedy(const int32_t* parents, const int32_t* tokens,
 Status verify_tree_greedy_sglang(int32_t* predicts, int32_t* accept_index,
                                  int32_t* accept_token_num, const int64_t* candidates,
                                  const int64_t* retrive_index, const int64_t* retrive_next_token,
-                                 const int64_t* retrive_next_sibling,
-                                 const int64_t* target_predict, int batch, int nodes, int steps,
-                                 Stream stream) {
+                                 const int64_t* retrive_next_sibling, const int64_t* target_predict,
+                                 int batch, int nodes, int steps, Stream stream) {
   if (Status s = detail::check_sglang(predicts, accept_index, accept_token_num, candidates,
                                       retrive_index, retrive_next_token, retrive_next_sibling,
                                       target_predict, batch, nodes, steps);
       !s)
     return s;
-  if (batch == 0) return {};
+  if (batch == 0)
+    return {};
   const std::size_t smem = static_cast<std::size_t>(nodes) * (3 * sizeof(int64_t) + 4);
   static std::once_flag once;
   std::call_once(once, [] {
@@ -204,7 +216,8 @@ Status verify_tree_greedy_sglang(int32_t* predicts, int32_t* accept_index,
 }
 
 Status clear_workspace(void* workspace, std::size_t bytes, Stream stream) {
-  if (bytes == 0) return {};
+  if (bytes == 0)
+    return {};
   if (workspace == nullptr)
     return Status(StatusCode::invalid_argument, "workspace is null", "pass a device buffer",
                   "kernels::clear_workspace");

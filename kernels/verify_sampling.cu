@@ -17,28 +17,29 @@ constexpr int kSeg = static_cast<int>(kSamplingSegment);
 enum Mode : int { kTree = 0, kChain = 1 };
 
 struct SamplingArgs {
-  const float* target;        // [batch, rows, vocab]
-  const float* draft;         // [batch, rows - 1, vocab] (chain) or nullptr
-  const int32_t* parents;     // [batch, rows] (tree) or nullptr
-  const int32_t* tokens;      // tree: [batch, rows] tokens; chain: [batch, rows - 1] drafts
-  int rows;                   // nodes (tree) or k + 1 (chain)
+  const float* target;    // [batch, rows, vocab]
+  const float* draft;     // [batch, rows - 1, vocab] (chain) or nullptr
+  const int32_t* parents; // [batch, rows] (tree) or nullptr
+  const int32_t* tokens;  // tree: [batch, rows] tokens; chain: [batch, rows - 1] drafts
+  int rows;               // nodes (tree) or k + 1 (chain)
   int64_t vocab;
-  int64_t segs;               // segments per row
-  int splits;                 // blocks per row
+  int64_t segs; // segments per row
+  int splits;   // blocks per row
   int64_t segs_per_split;
   uint64_t seed, offset;
   const uint64_t* dev_seed_offset;
-  int32_t* target_out;        // tree: [batch, rows] draws, optional
-  int32_t* out_tokens;        // tree: accept_path [batch, rows]; chain: output [batch, rows]
-  int32_t* accepted;          // [batch]
-  int32_t* bonus;             // tree: [batch]
-  uint32_t* counters;         // [batch]
-  float2* sums;               // [batch * rows, segs]: (weight sum, p sum)
+  int32_t* target_out; // tree: [batch, rows] draws, optional
+  int32_t* out_tokens; // tree: accept_path [batch, rows]; chain: output [batch, rows]
+  int32_t* accepted;   // [batch]
+  int32_t* bonus;      // tree: [batch]
+  uint32_t* counters;  // [batch]
+  float2* sums;        // [batch * rows, segs]: (weight sum, p sum)
 };
 
 __device__ __forceinline__ float warp_sum(float v) {
   // shfl_down then broadcast: every lane sees the same bits.
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xFFFFFFFFu, v, o);
+  for (int o = 16; o > 0; o >>= 1)
+    v += __shfl_down_sync(0xFFFFFFFFu, v, o);
   return __shfl_sync(0xFFFFFFFFu, v, 0);
 }
 
@@ -74,23 +75,28 @@ __device__ int warp_draw(const SamplingArgs& a, int64_t grow, const float* p, co
     load_chunk(c0);
     float ls = 0.0f;
 #pragma unroll
-    for (int j = 0; j < C; ++j) ls += v[j];
+    for (int j = 0; j < C; ++j)
+      ls += v[j];
     tot += warp_sum(ls);
   }
-  if (!(tot > 0.0f)) return -1;
+  if (!(tot > 0.0f))
+    return -1;
   const float target = u * tot;
   // The segment whose inclusive prefix first exceeds the target.
   float run = 0.0f, before = 0.0f;
   int64_t seg = -1, last_pos = -1;
   for (int64_t c0 = 0; c0 < a.segs; c0 += 32 * C) {
-    if (a.segs > 32 * C) load_chunk(c0);
+    if (a.segs > 32 * C)
+      load_chunk(c0);
     float ls = 0.0f;
 #pragma unroll
-    for (int j = 0; j < C; ++j) ls += v[j];
+    for (int j = 0; j < C; ++j)
+      ls += v[j];
     float incl = ls;
     for (int o = 1; o < 32; o <<= 1) {
       const float t = __shfl_up_sync(0xFFFFFFFFu, incl, o);
-      if (lane >= o) incl += t;
+      if (lane >= o)
+        incl += t;
     }
     float cum = run + (incl - ls);
     int64_t cand = -1, lastp = -1;
@@ -107,7 +113,8 @@ __device__ int warp_draw(const SamplingArgs& a, int64_t grow, const float* p, co
       cum += v[j];
     }
     const unsigned pos = __ballot_sync(0xFFFFFFFFu, lastp >= 0);
-    if (pos) last_pos = __shfl_sync(0xFFFFFFFFu, lastp, 31 - __clz(pos));
+    if (pos)
+      last_pos = __shfl_sync(0xFFFFFFFFu, lastp, 31 - __clz(pos));
     const unsigned hit = __ballot_sync(0xFFFFFFFFu, cand >= 0);
     if (hit) {
       const int l = __ffs(hit) - 1;
@@ -122,7 +129,8 @@ __device__ int warp_draw(const SamplingArgs& a, int64_t grow, const float* p, co
     seg = last_pos;
     take_last = true;
   }
-  if (seg < 0) return -1;
+  if (seg < 0)
+    return -1;
   // Within the segment: lane l owns elements [l*32, l*32 + 32).
   const int64_t base = seg * kSeg + lane * 32;
   float w[32];
@@ -132,7 +140,8 @@ __device__ int warp_draw(const SamplingArgs& a, int64_t grow, const float* p, co
     for (int e = 0; e < 32; e += 4) {
       const float4 pv = __ldcg(reinterpret_cast<const float4*>(p + base + e));
       float4 qv = make_float4(0.f, 0.f, 0.f, 0.f);
-      if (residual) qv = __ldcg(reinterpret_cast<const float4*>(q + base + e));
+      if (residual)
+        qv = __ldcg(reinterpret_cast<const float4*>(q + base + e));
       w[e] = residual ? fmaxf(pv.x - qv.x, 0.0f) : fmaxf(pv.x, 0.0f);
       w[e + 1] = residual ? fmaxf(pv.y - qv.y, 0.0f) : fmaxf(pv.y, 0.0f);
       w[e + 2] = residual ? fmaxf(pv.z - qv.z, 0.0f) : fmaxf(pv.z, 0.0f);
@@ -140,14 +149,17 @@ __device__ int warp_draw(const SamplingArgs& a, int64_t grow, const float* p, co
     }
   } else {
 #pragma unroll
-    for (int e = 0; e < 32; ++e) w[e] = base + e < a.vocab ? weight(p, q, base + e, residual) : 0.0f;
+    for (int e = 0; e < 32; ++e)
+      w[e] = base + e < a.vocab ? weight(p, q, base + e, residual) : 0.0f;
   }
 #pragma unroll
-  for (int e = 0; e < 32; ++e) lane_sum += w[e];
+  for (int e = 0; e < 32; ++e)
+    lane_sum += w[e];
   float excl = lane_sum;
   for (int o = 1; o < 32; o <<= 1) {
     const float t = __shfl_up_sync(0xFFFFFFFFu, excl, o);
-    if (lane >= o) excl += t;
+    if (lane >= o)
+      excl += t;
   }
   excl -= lane_sum;
   const float local = target - before;
@@ -158,13 +170,16 @@ __device__ int warp_draw(const SamplingArgs& a, int64_t grow, const float* p, co
     cum += w[e];
     if (w[e] > 0.0f) {
       last = static_cast<int>(base + e);
-      if (cand < 0 && cum > local) cand = last;
+      if (cand < 0 && cum > local)
+        cand = last;
     }
   }
   const unsigned hit = __ballot_sync(0xFFFFFFFFu, cand >= 0 && !take_last);
-  if (hit) return __shfl_sync(0xFFFFFFFFu, cand, __ffs(hit) - 1);
+  if (hit)
+    return __shfl_sync(0xFFFFFFFFu, cand, __ffs(hit) - 1);
   int best = last;
-  for (int o = 16; o > 0; o >>= 1) best = max(best, __shfl_xor_sync(0xFFFFFFFFu, best, o));
+  for (int o = 16; o > 0; o >>= 1)
+    best = max(best, __shfl_xor_sync(0xFFFFFFFFu, best, o));
   return best;
 }
 
@@ -176,8 +191,8 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingArgs a) {
   const int i = static_cast<int>(grow - static_cast<int64_t>(b) * a.rows);
   const bool residual = kMode == kChain && i < a.rows - 1;
   const float* p = a.target + grow * a.vocab;
-  const float* q = residual ? a.draft + (static_cast<int64_t>(b) * (a.rows - 1) + i) * a.vocab
-                            : nullptr;
+  const float* q =
+      residual ? a.draft + (static_cast<int64_t>(b) * (a.rows - 1) + i) * a.vocab : nullptr;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   extern __shared__ int32_t smem[];
   const int n = a.rows;
@@ -189,7 +204,8 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingArgs a) {
   // Small trees are staged while the probabilities stream in (tree mode only).
   const bool staged = kMode == kTree && n <= kThreads;
   if (staged && static_cast<int>(threadIdx.x) < n) {
-    if (a.parents) par[threadIdx.x] = a.parents[row0 + threadIdx.x];
+    if (a.parents)
+      par[threadIdx.x] = a.parents[row0 + threadIdx.x];
     tok[threadIdx.x] = a.tokens[row0 + threadIdx.x];
   }
   const int64_t seg_begin = split * a.segs_per_split;
@@ -216,7 +232,8 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingArgs a) {
           fs += (fmaxf(pv[j].x - qv[j].x, 0.f) + fmaxf(pv[j].y - qv[j].y, 0.f)) +
                 (fmaxf(pv[j].z - qv[j].z, 0.f) + fmaxf(pv[j].w - qv[j].w, 0.f));
       }
-      if (!residual) fs = ps;
+      if (!residual)
+        fs = ps;
     } else {
       for (int j = 0; j < 32; ++j) {
         const int64_t e = base + j * 32 + lane;
@@ -229,7 +246,8 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingArgs a) {
     }
     fs = warp_sum(fs);
     ps = warp_sum(ps);
-    if (lane == 0) a.sums[grow * a.segs + seg] = make_float2(fs, ps);
+    if (lane == 0)
+      a.sums[grow * a.segs + seg] = make_float2(fs, ps);
   }
   __shared__ bool is_last;
   __syncthreads();
@@ -239,7 +257,8 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingArgs a) {
     is_last = prev == static_cast<uint32_t>(a.rows * a.splits - 1);
   }
   __syncthreads();
-  if (!is_last) return;
+  if (!is_last)
+    return;
   __threadfence();
 
   uint64_t seed = a.seed, offset = a.offset;
@@ -250,16 +269,19 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingArgs a) {
   if (kMode == kTree) {
     if (!staged)
       for (int r = threadIdx.x; r < n; r += kThreads) {
-        if (a.parents) par[r] = a.parents[row0 + r];
+        if (a.parents)
+          par[r] = a.parents[row0 + r];
         tok[r] = a.tokens[row0 + r];
       }
     for (int r = warp; r < n; r += kWarps) {
-      const float u = specbench::detail::philox_uniform(seed, offset,
-                                                        static_cast<uint32_t>(row0 + r), 0);
-      const int t = warp_draw(a, row0 + r, a.target + (row0 + r) * a.vocab, nullptr, false, 0, u, kVec);
+      const float u =
+          specbench::detail::philox_uniform(seed, offset, static_cast<uint32_t>(row0 + r), 0);
+      const int t =
+          warp_draw(a, row0 + r, a.target + (row0 + r) * a.vocab, nullptr, false, 0, u, kVec);
       if (lane == 0) {
         tgt[r] = t;
-        if (a.target_out) a.target_out[row0 + r] = t;
+        if (a.target_out)
+          a.target_out[row0 + r] = t;
       }
     }
     __syncthreads();
@@ -278,8 +300,8 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingArgs a) {
         const float pp = ok ? __ldcg(a.target + (row0 + j) * a.vocab + d) : 0.0f;
         const float qq =
             ok ? __ldcg(a.draft + (static_cast<int64_t>(b) * k + j) * a.vocab + d) : 0.0f;
-        const float u = specbench::detail::philox_uniform(seed, offset,
-                                                          static_cast<uint32_t>(row0 + j), 1);
+        const float u =
+            specbench::detail::philox_uniform(seed, offset, static_cast<uint32_t>(row0 + j), 1);
         reject = !(u * qq < pp);
       }
       const unsigned m = __ballot_sync(0xFFFFFFFFu, reject);
@@ -288,23 +310,26 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingArgs a) {
         break;
       }
     }
-    const float u = specbench::detail::philox_uniform(seed, offset,
-                                                      static_cast<uint32_t>(row0 + pos), 0);
+    const float u =
+        specbench::detail::philox_uniform(seed, offset, static_cast<uint32_t>(row0 + pos), 0);
     const float* pr = a.target + (row0 + pos) * a.vocab;
     int t;
     if (pos < k) {
       const float* qr = a.draft + (static_cast<int64_t>(b) * k + pos) * a.vocab;
       t = warp_draw(a, row0 + pos, pr, qr, true, 0, u, kVec);
-      if (t < 0) t = warp_draw(a, row0 + pos, pr, nullptr, false, 1, u, kVec);
+      if (t < 0)
+        t = warp_draw(a, row0 + pos, pr, nullptr, false, 1, u, kVec);
     } else {
       t = warp_draw(a, row0 + pos, pr, nullptr, false, 0, u, kVec);
     }
     int32_t* out = a.out_tokens + row0;
     for (int j = lane; j < n; j += 32)
       out[j] = j < pos ? a.tokens[static_cast<int64_t>(b) * k + j] : (j == pos ? t : -1);
-    if (lane == 0) a.accepted[b] = pos;
+    if (lane == 0)
+      a.accepted[b] = pos;
   }
-  if (threadIdx.x == 0) a.counters[b] = 0;
+  if (threadIdx.x == 0)
+    a.counters[b] = 0;
 }
 
 Status launch_sampling(int mode, SamplingArgs a, int batch, std::size_t smem, Stream stream,
@@ -326,11 +351,15 @@ Status launch_sampling(int mode, SamplingArgs a, int batch, std::size_t smem, St
                    a.vocab % 4 == 0;
   const unsigned g = static_cast<unsigned>(blocks);
   if (mode == kTree) {
-    if (vec) sampling_kernel<kTree, true><<<g, kThreads, smem, stream>>>(a);
-    else sampling_kernel<kTree, false><<<g, kThreads, smem, stream>>>(a);
+    if (vec)
+      sampling_kernel<kTree, true><<<g, kThreads, smem, stream>>>(a);
+    else
+      sampling_kernel<kTree, false><<<g, kThreads, smem, stream>>>(a);
   } else {
-    if (vec) sampling_kernel<kChain, true><<<g, kThreads, 0, stream>>>(a);
-    else sampling_kernel<kChain, false><<<g, kThreads, 0, stream>>>(a);
+    if (vec)
+      sampling_kernel<kChain, true><<<g, kThreads, 0, stream>>>(a);
+    else
+      sampling_kernel<kChain, false><<<g, kThreads, 0, stream>>>(a);
   }
   return launch_status(where);
 }
@@ -362,7 +391,8 @@ Status verify_tree_sampling(const float* target_probs, const int32_t* parents,
                                      verify_sampling_workspace_bytes(batch, nodes, vocab), where);
       !s)
     return s;
-  if (batch == 0) return {};
+  if (batch == 0)
+    return {};
   detail::SamplingArgs a = detail::base_args(nodes, vocab, rng, workspace, batch);
   a.target = target_probs;
   a.parents = parents;
@@ -380,12 +410,13 @@ Status verify_chain_sampling(const float* draft_probs, const int32_t* draft_toke
                              PhiloxArgs rng, int32_t* output_tokens, int32_t* accepted,
                              void* workspace, std::size_t workspace_bytes, Stream stream) {
   const char* where = "kernels::verify_chain_sampling";
-  if (Status s = detail::check_chain_sampling(draft_probs, draft_tokens, target_probs, batch, k,
-                                              vocab, output_tokens, accepted, workspace,
-                                              workspace_bytes);
+  if (Status s =
+          detail::check_chain_sampling(draft_probs, draft_tokens, target_probs, batch, k, vocab,
+                                       output_tokens, accepted, workspace, workspace_bytes);
       !s)
     return s;
-  if (batch == 0) return {};
+  if (batch == 0)
+    return {};
   detail::SamplingArgs a = detail::base_args(k + 1, vocab, rng, workspace, batch);
   a.target = target_probs;
   a.draft = draft_probs;

@@ -28,17 +28,20 @@ __global__ void fill_bf16_kernel(uint16_t* x, int64_t n, uint32_t seed) {
 __global__ void fill_f32_kernel(float* x, int64_t n, uint32_t seed) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x)
-    x[i] = (mix(static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ull + seed) >> 8) * (1.0f / 16777216.0f);
+    x[i] =
+        (mix(static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ull + seed) >> 8) * (1.0f / 16777216.0f);
 }
 
 __global__ void plant_bf16_kernel(uint16_t* x, int64_t rows, int64_t vocab, const int32_t* idx) {
   const int64_t r = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  if (r < rows) x[r * vocab + idx[r]] = __bfloat16_as_ushort(__float2bfloat16(30.0f));
+  if (r < rows)
+    x[r * vocab + idx[r]] = __bfloat16_as_ushort(__float2bfloat16(30.0f));
 }
 
 __global__ void plant_f32_kernel(float* x, int64_t rows, int64_t vocab, const int32_t* idx) {
   const int64_t r = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  if (r < rows) x[r * vocab + idx[r]] += 1000.0f;
+  if (r < rows)
+    x[r * vocab + idx[r]] += 1000.0f;
 }
 
 __global__ void bf16_to_f32_kernel(const uint4* in, float4* out, int64_t n8) {
@@ -117,7 +120,8 @@ __global__ void walk_kernel(int32_t* predicts, int32_t* accept_index, int32_t* a
       }
       c = next_sibling[b * nodes + c];
     }
-    if (!found) break;
+    if (!found)
+      break;
   }
   accept_num[b] = num;
   predicts[last_g] = static_cast<int32_t>(target_predict[last_g]);
@@ -139,15 +143,17 @@ void fill_random_f32(float* x, int64_t n, uint32_t seed, CUstream_st* s) {
   fill_f32_kernel<<<grid_for(n, 256), 256, 0, s>>>(x, n, seed);
 }
 void plant_bf16(uint16_t* logits, int64_t rows, int64_t vocab, const int32_t* idx, CUstream_st* s) {
-  plant_bf16_kernel<<<static_cast<unsigned>((rows + 255) / 256), 256, 0, s>>>(logits, rows, vocab, idx);
+  plant_bf16_kernel<<<static_cast<unsigned>((rows + 255) / 256), 256, 0, s>>>(logits, rows, vocab,
+                                                                              idx);
 }
 void plant_f32(float* probs, int64_t rows, int64_t vocab, const int32_t* idx, CUstream_st* s) {
-  plant_f32_kernel<<<static_cast<unsigned>((rows + 255) / 256), 256, 0, s>>>(probs, rows, vocab, idx);
+  plant_f32_kernel<<<static_cast<unsigned>((rows + 255) / 256), 256, 0, s>>>(probs, rows, vocab,
+                                                                             idx);
 }
 void bf16_to_f32(const uint16_t* in, float* out, int64_t n, CUstream_st* s) {
   // n is a multiple of 8 in every benchmark shape.
   bf16_to_f32_kernel<<<grid_for(n / 8, 256), 256, 0, s>>>(reinterpret_cast<const uint4*>(in),
-                                                         reinterpret_cast<float4*>(out), n / 8);
+                                                          reinterpret_cast<float4*>(out), n / 8);
 }
 void argmax_rows_f32(const float* x, int64_t rows, int64_t vocab, int64_t* out, CUstream_st* s) {
   argmax_rows_kernel<<<static_cast<unsigned>(rows), 512, 0, s>>>(x, vocab, out);
@@ -160,6 +166,8 @@ void walk_one_thread(int32_t* predicts, int32_t* accept_index, int32_t* accept_n
   walk_kernel<<<batch, 1, 0, s>>>(predicts, accept_index, accept_num, candidates, retrive_index,
                                   next_token, next_sibling, target_predict, nodes, steps);
 }
-void empty_kernel(CUstream_st* s) { empty<<<1, 32, 0, s>>>(); }
+void empty_kernel(CUstream_st* s) {
+  empty<<<1, 32, 0, s>>>();
+}
 
 } // namespace specbench::bench

@@ -14,8 +14,8 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <memory>
 #include <random>
@@ -34,7 +34,8 @@ std::size_t g_l2 = 60u << 20;
 struct DevMem {
   void* p = nullptr;
   explicit DevMem(std::size_t bytes) {
-    if (cudaMalloc(&p, std::max<std::size_t>(bytes, 16)) != cudaSuccess) p = nullptr;
+    if (cudaMalloc(&p, std::max<std::size_t>(bytes, 16)) != cudaSuccess)
+      p = nullptr;
   }
   ~DevMem() { cudaFree(p); }
   DevMem(const DevMem&) = delete;
@@ -48,7 +49,8 @@ template <class T> void upload(DevMem& d, const std::vector<T>& v) {
 
 // Buffer copies needed so that a rotation through them exceeds twice the L2 (cold), or 1 (warm).
 int rotation(std::size_t bytes, bool cold) {
-  if (!cold) return 1;
+  if (!cold)
+    return 1;
   const std::size_t want = 2 * g_l2 + (g_l2 >> 1);
   return static_cast<int>(std::clamp<std::size_t>((want + bytes - 1) / bytes, 1, 64));
 }
@@ -61,7 +63,8 @@ void time_graph(benchmark::State& st, int calls,
   cudaGraph_t g;
   cudaGraphExec_t ge = nullptr;
   bool ok = cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) == cudaSuccess;
-  for (int i = 0; ok && i < calls; ++i) ok = launch(i, s);
+  for (int i = 0; ok && i < calls; ++i)
+    ok = launch(i, s);
   ok = (cudaStreamEndCapture(s, &g) == cudaSuccess) && ok;
   ok = ok && cudaGraphInstantiate(&ge, g, 0) == cudaSuccess;
   if (!ok) {
@@ -70,7 +73,8 @@ void time_graph(benchmark::State& st, int calls,
     cudaStreamDestroy(s);
     return;
   }
-  for (int w = 0; w < 3; ++w) cudaGraphLaunch(ge, s);
+  for (int w = 0; w < 3; ++w)
+    cudaGraphLaunch(ge, s);
   cudaStreamSynchronize(s);
   cudaEvent_t a, b;
   cudaEventCreate(&a);
@@ -84,11 +88,13 @@ void time_graph(benchmark::State& st, int calls,
     cudaEventElapsedTime(&ms, a, b);
     st.SetIterationTime(ms / 1e3 / calls);
   }
-  if (cudaGetLastError() != cudaSuccess) st.SkipWithError("CUDA error during replay");
+  if (cudaGetLastError() != cudaSuccess)
+    st.SkipWithError("CUDA error during replay");
   if (bytes_per_call > 0) {
-    st.counters["TBps"] = benchmark::Counter(bytes_per_call / 1e12, benchmark::Counter::kIsIterationInvariantRate);
-    st.counters["frac_copy"] =
-        benchmark::Counter(bytes_per_call / g_copy_Bps, benchmark::Counter::kIsIterationInvariantRate);
+    st.counters["TBps"] =
+        benchmark::Counter(bytes_per_call / 1e12, benchmark::Counter::kIsIterationInvariantRate);
+    st.counters["frac_copy"] = benchmark::Counter(bytes_per_call / g_copy_Bps,
+                                                  benchmark::Counter::kIsIterationInvariantRate);
     st.counters["us_floor"] = bytes_per_call / g_copy_Bps * 1e6;
   }
   cudaEventDestroy(a);
@@ -113,7 +119,8 @@ Trees make_trees(int batch, int n, uint32_t seed) {
     std::vector<int32_t> ids(15 * 8);
     for (int d = 0; d < 15; ++d) {
       std::vector<float> row(8);
-      for (auto& v : row) v = -std::uniform_real_distribution<float>(0.0f, 4.0f)(rng);
+      for (auto& v : row)
+        v = -std::uniform_real_distribution<float>(0.0f, 4.0f)(rng);
       std::sort(row.rbegin(), row.rend());
       for (int r = 0; r < 8; ++r) {
         logp[d * 8 + r] = row[r];
@@ -156,7 +163,8 @@ void BM_fused_greedy(benchmark::State& st, int batch, int n, bool cold, bool fp3
   upload(plant, t.plant);
   for (int r = 0; r < R; ++r) {
     logits.push_back(std::make_unique<DevMem>(bytes));
-    if (!logits.back()->p) return st.SkipWithError("out of device memory");
+    if (!logits.back()->p)
+      return st.SkipWithError("out of device memory");
     if (fp32) {
       bb::fill_random_f32(logits.back()->as<float>(), rows * kVocab, 17 + r, nullptr);
     } else {
@@ -172,10 +180,10 @@ void BM_fused_greedy(benchmark::State& st, int batch, int n, bool cold, bool fp3
   time_graph(
       st, calls,
       [&](int i, cudaStream_t s) {
-        return k::verify_greedy_fused(logits[i % R]->p, fp32 ? k::LogitsDtype::fp32 : k::LogitsDtype::bf16,
-                                      par.as<int32_t>(), tok.as<int32_t>(), batch, n, kVocab,
-                                      tgt.as<int32_t>(), path.as<int32_t>(), acc.as<int32_t>(),
-                                      bon.as<int32_t>(), ws.p, wsb, s)
+        return k::verify_greedy_fused(
+                   logits[i % R]->p, fp32 ? k::LogitsDtype::fp32 : k::LogitsDtype::bf16,
+                   par.as<int32_t>(), tok.as<int32_t>(), batch, n, kVocab, tgt.as<int32_t>(),
+                   path.as<int32_t>(), acc.as<int32_t>(), bon.as<int32_t>(), ws.p, wsb, s)
             .is_ok();
       },
       static_cast<double>(bytes));
@@ -195,13 +203,15 @@ void BM_deployed_greedy(benchmark::State& st, int batch, int n, bool cold) {
   upload(plant, t.plant);
   for (int r = 0; r < R; ++r) {
     logits.push_back(std::make_unique<DevMem>(bytes));
-    if (!logits.back()->p) return st.SkipWithError("out of device memory");
+    if (!logits.back()->p)
+      return st.SkipWithError("out of device memory");
     bb::fill_random_bf16(logits.back()->as<uint16_t>(), rows * kVocab, 17 + r, nullptr);
     bb::plant_bf16(logits.back()->as<uint16_t>(), rows, kVocab, plant.as<int32_t>(), nullptr);
   }
   DevMem f32(bytes * 2), pred64(rows * 8), cand(rows * 8), ridx(rows * 8), rnext(rows * 8),
       rsib(rows * 8), predicts(rows * 4), aidx(batch * 16 * 4), anum(batch * 4);
-  if (!f32.p) return st.SkipWithError("out of device memory");
+  if (!f32.p)
+    return st.SkipWithError("out of device memory");
   upload(cand, t.cand);
   upload(ridx, t.ridx);
   upload(rnext, t.rnext);
@@ -279,11 +289,13 @@ void BM_ddtree(benchmark::State& st, int batch, int budget, int depth, int kk, b
     for (int d = 0; d < depth; ++d) {
       // A realistic drafter row: log-softmax of random logits, top-k sorted.
       std::vector<float> row(kk);
-      for (auto& v : row) v = std::normal_distribution<float>(0.0f, 2.0f)(rng);
+      for (auto& v : row)
+        v = std::normal_distribution<float>(0.0f, 2.0f)(rng);
       std::sort(row.rbegin(), row.rend());
       const float m = row[0];
       double z = 0.0;
-      for (float v : row) z += std::exp(v - m);
+      for (float v : row)
+        z += std::exp(v - m);
       for (int r = 0; r < kk; ++r) {
         logp[(std::size_t(b) * depth + d) * kk + r] = row[r] - m - static_cast<float>(std::log(z));
         ids[(std::size_t(b) * depth + d) * kk + r] = static_cast<int32_t>(rng() % kVocab);
@@ -298,8 +310,14 @@ void BM_ddtree(benchmark::State& st, int batch, int budget, int depth, int kk, b
   upload(dl, logp);
   upload(di, ids);
   upload(dr, roots);
-  k::DdtreeOutputs o{cnt.as<int32_t>(), par.as<int32_t>(), dep.as<int32_t>(), tok.as<int32_t>(),
-                     fc.as<int32_t>(),  ns.as<int32_t>(),  pos.as<int32_t>(), nullptr,
+  k::DdtreeOutputs o{cnt.as<int32_t>(),
+                     par.as<int32_t>(),
+                     dep.as<int32_t>(),
+                     tok.as<int32_t>(),
+                     fc.as<int32_t>(),
+                     ns.as<int32_t>(),
+                     pos.as<int32_t>(),
+                     nullptr,
                      masks ? mask.as<uint8_t>() : nullptr,
                      masks ? packed.as<uint32_t>() : nullptr};
   cudaDeviceSynchronize();
@@ -328,7 +346,8 @@ void BM_tree_sampling(benchmark::State& st, int batch, int n, bool cold) {
   std::vector<std::unique_ptr<DevMem>> probs;
   for (int r = 0; r < R; ++r) {
     probs.push_back(std::make_unique<DevMem>(bytes));
-    if (!probs.back()->p) return st.SkipWithError("out of device memory");
+    if (!probs.back()->p)
+      return st.SkipWithError("out of device memory");
     bb::fill_random_f32(probs.back()->as<float>(), rows * kVocab, 3 + r, nullptr);
     bb::plant_f32(probs.back()->as<float>(), rows, kVocab, plant.as<int32_t>(), nullptr);
   }
@@ -356,7 +375,8 @@ void BM_chain_sampling(benchmark::State& st, int batch, int kk, bool cold) {
   for (int r = 0; r < R; ++r) {
     tp.push_back(std::make_unique<DevMem>(tb));
     dp.push_back(std::make_unique<DevMem>(db));
-    if (!tp.back()->p || !dp.back()->p) return st.SkipWithError("out of device memory");
+    if (!tp.back()->p || !dp.back()->p)
+      return st.SkipWithError("out of device memory");
     bb::fill_random_f32(tp.back()->as<float>(), tb / 4, 7 + r, nullptr);
     bb::fill_random_f32(dp.back()->as<float>(), db / 4, 70 + r, nullptr);
   }
@@ -382,7 +402,8 @@ void BM_chain_sampling(benchmark::State& st, int batch, int kk, bool cold) {
 void BM_copy(benchmark::State& st) {
   const std::size_t bytes = std::size_t(1) << 31;
   DevMem a(bytes), b(bytes);
-  if (!a.p || !b.p) return st.SkipWithError("out of device memory");
+  if (!a.p || !b.p)
+    return st.SkipWithError("out of device memory");
   cudaMemset(a.p, 1, bytes);
   time_graph(
       st, 4,
@@ -395,7 +416,8 @@ void BM_copy(benchmark::State& st) {
 double measure_copy_Bps() {
   const std::size_t bytes = std::size_t(1) << 31;
   DevMem a(bytes), b(bytes);
-  if (!a.p || !b.p) return 0.0;
+  if (!a.p || !b.p)
+    return 0.0;
   cudaMemset(a.p, 1, bytes);
   cudaEvent_t e0, e1;
   cudaEventCreate(&e0);
@@ -408,7 +430,8 @@ double measure_copy_Bps() {
     cudaEventSynchronize(e1);
     float ms = 0;
     cudaEventElapsedTime(&ms, e0, e1);
-    if (i >= 2) t.push_back(ms);
+    if (i >= 2)
+      t.push_back(ms);
   }
   std::sort(t.begin(), t.end());
   return 2.0 * bytes / (t[t.size() / 2] / 1e3);
@@ -418,8 +441,7 @@ double measure_copy_Bps() {
 
 int main(int argc, char** argv) {
   int dev_count = 0;
-  if (cudaGetDeviceCount(&dev_count) != cudaSuccess || dev_count == 0 ||
-      !k::compiled_with_cuda()) {
+  if (cudaGetDeviceCount(&dev_count) != cudaSuccess || dev_count == 0 || !k::compiled_with_cuda()) {
     std::printf("SKIPPED: no usable CUDA device (or built without CUDA)\n");
     return 77;
   }
@@ -445,36 +467,56 @@ int main(int argc, char** argv) {
   };
   reg("copy_d2d/2GiB", BM_copy, 10);
   reg("empty_kernel/graph", BM_empty, 50);
-  const std::pair<int, int> shapes[] = {{1, 8}, {1, 16}, {1, 64}, {8, 16}, {16, 64}, {64, 64}, {256, 64}};
+  const std::pair<int, int> shapes[] = {{1, 8},   {1, 16},  {1, 64},  {8, 16},
+                                        {16, 64}, {64, 64}, {256, 64}};
   for (auto [b, n] : shapes) {
     const std::string sz = "/B" + std::to_string(b) + "xN" + std::to_string(n);
     const bool small = int64_t(b) * n * kVocab * 2 < (40 << 20);
-    reg("fused_greedy_bf16" + sz + "/cold", [=](benchmark::State& s) { BM_fused_greedy(s, b, n, true, false); }, 20);
-    if (small) reg("fused_greedy_bf16" + sz + "/warm", [=](benchmark::State& s) { BM_fused_greedy(s, b, n, false, false); }, 50);
-    reg("deployed_greedy" + sz + "/cold", [=](benchmark::State& s) { BM_deployed_greedy(s, b, n, true); }, 10);
+    reg(
+        "fused_greedy_bf16" + sz + "/cold",
+        [=](benchmark::State& s) { BM_fused_greedy(s, b, n, true, false); }, 20);
+    if (small)
+      reg(
+          "fused_greedy_bf16" + sz + "/warm",
+          [=](benchmark::State& s) { BM_fused_greedy(s, b, n, false, false); }, 50);
+    reg(
+        "deployed_greedy" + sz + "/cold",
+        [=](benchmark::State& s) { BM_deployed_greedy(s, b, n, true); }, 10);
   }
-  reg("fused_greedy_fp32/B64xN64/cold", [](benchmark::State& s) { BM_fused_greedy(s, 64, 64, true, true); }, 20);
+  reg(
+      "fused_greedy_fp32/B64xN64/cold",
+      [](benchmark::State& s) { BM_fused_greedy(s, 64, 64, true, true); }, 20);
   for (auto [b, n] : {std::pair{1, 8}, {8, 16}, {64, 64}, {256, 64}}) {
     const std::string sz = "/B" + std::to_string(b) + "xN" + std::to_string(n);
-    reg("walk_ours" + sz, [=](benchmark::State& s) { BM_walk(s, b, n, true); }, 50);
-    reg("walk_one_thread" + sz, [=](benchmark::State& s) { BM_walk(s, b, n, false); }, 50);
+    reg(
+        "walk_ours" + sz, [=](benchmark::State& s) { BM_walk(s, b, n, true); }, 50);
+    reg(
+        "walk_one_thread" + sz, [=](benchmark::State& s) { BM_walk(s, b, n, false); }, 50);
   }
   for (int b : {1, 64})
     for (int budget : {16, 64, 256, 1024}) {
       const int kk = std::min(budget, 64);
       const std::string sz = "/B" + std::to_string(b) + "/budget" + std::to_string(budget) +
                              "/depth16/k" + std::to_string(kk);
-      reg("ddtree_build" + sz + "/masks", [=](benchmark::State& s) { BM_ddtree(s, b, budget, 16, kk, true); }, 30);
+      reg(
+          "ddtree_build" + sz + "/masks",
+          [=](benchmark::State& s) { BM_ddtree(s, b, budget, 16, kk, true); }, 30);
       if (budget == 64)
-        reg("ddtree_build" + sz + "/no_masks", [=](benchmark::State& s) { BM_ddtree(s, b, budget, 16, kk, false); }, 30);
+        reg(
+            "ddtree_build" + sz + "/no_masks",
+            [=](benchmark::State& s) { BM_ddtree(s, b, budget, 16, kk, false); }, 30);
     }
   for (auto [b, n] : {std::pair{1, 8}, {8, 16}, {64, 16}, {64, 64}}) {
     const std::string sz = "/B" + std::to_string(b) + "xN" + std::to_string(n);
-    reg("tree_sampling_fp32" + sz + "/cold", [=](benchmark::State& s) { BM_tree_sampling(s, b, n, true); }, 20);
+    reg(
+        "tree_sampling_fp32" + sz + "/cold",
+        [=](benchmark::State& s) { BM_tree_sampling(s, b, n, true); }, 20);
   }
   for (auto [b, kk] : {std::pair{1, 7}, {8, 15}, {64, 7}}) {
     const std::string sz = "/B" + std::to_string(b) + "xK" + std::to_string(kk);
-    reg("chain_sampling_fp32" + sz + "/cold", [=](benchmark::State& s) { BM_chain_sampling(s, b, kk, true); }, 20);
+    reg(
+        "chain_sampling_fp32" + sz + "/cold",
+        [=](benchmark::State& s) { BM_chain_sampling(s, b, kk, true); }, 20);
   }
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();

@@ -38,7 +38,8 @@ int main() {
   out.node_count = d_count;
   out.parents = d_parents;
   out.tokens = d_tokens;
-  if (auto s = k::build_ddtree(d_logp, d_ids, d_root, nullptr, 1, depth, topk, budget, out, nullptr);
+  if (auto s =
+          k::build_ddtree(d_logp, d_ids, d_root, nullptr, 1, depth, topk, budget, out, nullptr);
       !s) {
     std::printf("build_ddtree failed: %s\n", s.to_string().c_str());
     return 1;
@@ -47,7 +48,8 @@ int main() {
   cudaMemcpy(parents.data(), d_parents, sizeof(int) * n, cudaMemcpyDeviceToHost);
   cudaMemcpy(tokens.data(), d_tokens, sizeof(int) * n, cudaMemcpyDeviceToHost);
   std::printf("tree:");
-  for (int i = 0; i < n; ++i) std::printf(" %d(parent %d)", tokens[i], parents[i]);
+  for (int i = 0; i < n; ++i)
+    std::printf(" %d(parent %d)", tokens[i], parents[i]);
   std::printf("\n");
 
   // The target agrees with the first two draft positions (argmax 11 after the root, 21 after 11),
@@ -55,8 +57,10 @@ int main() {
   std::vector<float> logits(static_cast<size_t>(n) * vocab, 0.0f);
   for (int i = 0; i < n; ++i) {
     int want = 99;
-    if (tokens[i] == root) want = 11;
-    if (tokens[i] == 11) want = 21;
+    if (tokens[i] == root)
+      want = 11;
+    if (tokens[i] == 11)
+      want = 21;
     logits[static_cast<size_t>(i) * vocab + want] = 5.0f;
   }
   cudaMalloc(&d_logits, sizeof(float) * logits.size());
@@ -67,10 +71,11 @@ int main() {
   const size_t ws_bytes = k::verify_greedy_fused_workspace_bytes(1, n, vocab);
   void* ws = nullptr;
   cudaMalloc(&ws, ws_bytes);
-  if (auto s = k::clear_workspace(ws, ws_bytes, nullptr); !s) return 1;
-  if (auto s = k::verify_greedy_fused(d_logits, k::LogitsDtype::fp32, d_parents, d_tokens, 1, n,
-                                      vocab, nullptr, d_path, d_acc, d_bonus, ws, ws_bytes,
-                                      nullptr);
+  if (auto s = k::clear_workspace(ws, ws_bytes, nullptr); !s)
+    return 1;
+  if (auto s =
+          k::verify_greedy_fused(d_logits, k::LogitsDtype::fp32, d_parents, d_tokens, 1, n, vocab,
+                                 nullptr, d_path, d_acc, d_bonus, ws, ws_bytes, nullptr);
       !s) {
     std::printf("verify_greedy_fused failed: %s\n", s.to_string().c_str());
     return 1;
@@ -84,7 +89,8 @@ int main() {
     cudaFree(p);
   return (acc == 2 && bonus == 99) ? 0 : 1;
 #else
-  const specbench::Status s = k::verify_chain_greedy(nullptr, nullptr, 0, 0, nullptr, nullptr, nullptr);
+  const specbench::Status s =
+      k::verify_chain_greedy(nullptr, nullptr, 0, 0, nullptr, nullptr, nullptr);
   std::printf("SKIPPED: built without CUDA (%s)\n", s.is_ok() ? "launchers say not_compiled" : "");
   return 77;
 #endif

@@ -57,28 +57,29 @@ Status verify_chain_greedy(const int32_t* drafts,        // [batch, k] int32
 /// Tree greedy verification, parent-array layout: from the root, move to the lowest-index child
 /// whose token equals the target's token at the current node, until none does. Same answers as
 /// verify_tree_reference on the tree those parents describe.
-Status verify_tree_greedy(const int32_t* parents,       // [batch, nodes] int32, parents[b,0] unused
-                          const int32_t* tokens,        // [batch, nodes] int32, draft token per node
-                          const int32_t* target_tokens, // [batch, nodes] int32, target token per node
-                          int batch, int nodes,
-                          int32_t* accept_path, // [batch, nodes] int32 out, -1 padded
-                          int32_t* accepted,    // [batch] int32 out
-                          int32_t* bonus,       // [batch] int32 out
-                          Stream stream);
+Status
+verify_tree_greedy(const int32_t* parents,       // [batch, nodes] int32, parents[b,0] unused
+                   const int32_t* tokens,        // [batch, nodes] int32, draft token per node
+                   const int32_t* target_tokens, // [batch, nodes] int32, target token per node
+                   int batch, int nodes,
+                   int32_t* accept_path, // [batch, nodes] int32 out, -1 padded
+                   int32_t* accepted,    // [batch] int32 out
+                   int32_t* bonus,       // [batch] int32 out
+                   Stream stream);
 
 /// Tree greedy verification with SGLang's buffers (`verify_tree_greedy` of sgl-kernel, the same
 /// int64 inputs and int32 outputs, global node id = b * nodes + i as `retrive_index` holds it).
 /// For every node on the accepted path `predicts[global id]` receives the target token there;
 /// `accept_index[b, 0..accepted]` the global ids of the path (rest set to -1);
 /// `accept_token_num[b]` the drafts accepted. At most steps - 1 drafts are accepted.
-Status verify_tree_greedy_sglang(int32_t* predicts,                    // [batch * nodes] int32 out
-                                 int32_t* accept_index,                // [batch, steps] int32 out
-                                 int32_t* accept_token_num,            // [batch] int32 out
-                                 const int64_t* candidates,            // [batch, nodes] int64
-                                 const int64_t* retrive_index,         // [batch, nodes] int64
-                                 const int64_t* retrive_next_token,    // [batch, nodes] int64
-                                 const int64_t* retrive_next_sibling,  // [batch, nodes] int64
-                                 const int64_t* target_predict,        // [batch * nodes] int64
+Status verify_tree_greedy_sglang(int32_t* predicts,                   // [batch * nodes] int32 out
+                                 int32_t* accept_index,               // [batch, steps] int32 out
+                                 int32_t* accept_token_num,           // [batch] int32 out
+                                 const int64_t* candidates,           // [batch, nodes] int64
+                                 const int64_t* retrive_index,        // [batch, nodes] int64
+                                 const int64_t* retrive_next_token,   // [batch, nodes] int64
+                                 const int64_t* retrive_next_sibling, // [batch, nodes] int64
+                                 const int64_t* target_predict,       // [batch * nodes] int64
                                  int batch, int nodes, int steps, Stream stream);
 
 // ---------------------------------------------------------------------------------------------
@@ -95,7 +96,7 @@ std::size_t verify_greedy_fused_workspace_bytes(int batch, int nodes, int64_t vo
 /// +0. `parents` == nullptr means a chain (parent of node i is i - 1, DFlash). `workspace` must
 /// hold verify_greedy_fused_workspace_bytes and be zeroed once before the first call
 /// (clear_workspace); the kernel leaves it zeroed again, so it can be reused and graph-captured.
-Status verify_greedy_fused(const void* logits,     // [batch, nodes, vocab] bf16 or fp32
+Status verify_greedy_fused(const void* logits, // [batch, nodes, vocab] bf16 or fp32
                            LogitsDtype dtype,
                            const int32_t* parents, // [batch, nodes] int32, or nullptr for chains
                            const int32_t* tokens,  // [batch, nodes] int32, draft token per node
@@ -118,8 +119,8 @@ Status clear_workspace(void* workspace, std::size_t bytes, Stream stream);
 /// {seed, offset} from that device buffer instead, so a captured CUDA graph can be replayed with
 /// new random numbers by updating the buffer.
 struct PhiloxArgs {
-  uint64_t seed = 0;   ///< Philox key
-  uint64_t offset = 0; ///< Philox counter offset for this call
+  uint64_t seed = 0;                            ///< Philox key
+  uint64_t offset = 0;                          ///< Philox counter offset for this call
   const uint64_t* device_seed_offset = nullptr; ///< [2] uint64 on the device, optional
 };
 
@@ -183,10 +184,10 @@ struct DdtreeOutputs {
 /// search over a frontier in shared memory; the whole block then writes the outputs. Inputs must
 /// be finite or -inf (a NaN has no defined place in the reference's order); each row sorted
 /// descending, as top-k returns it. 0 <= budget <= 1024.
-Status build_ddtree(const float* top_logp,     // [batch, depth, k] fp32
-                    const int32_t* top_ids,    // [batch, depth, k] int32
+Status build_ddtree(const float* top_logp,      // [batch, depth, k] fp32
+                    const int32_t* top_ids,     // [batch, depth, k] int32
                     const int32_t* root_tokens, // [batch] int32
-                    const int32_t* seq_lens,   // [batch] int32 (positions base), or nullptr = 0
+                    const int32_t* seq_lens,    // [batch] int32 (positions base), or nullptr = 0
                     int batch, int depth, int k, int budget, const DdtreeOutputs& out,
                     Stream stream);
 

@@ -46,10 +46,10 @@ TreeSamplingResult verify_tree_sampling_reference(const DraftTree& tree,
 
 /// Result of chain speculative sampling for one request.
 struct ChainSamplingResult {
-  int accepted = 0;                  ///< drafts accepted
-  std::vector<int32_t> output;       ///< [k + 1] accepted drafts, the drawn token, then -1
-  std::vector<float> residual;       ///< the distribution the last token was drawn from [vocab]
-  float draw_coin = 0.0f;            ///< the coin of that draw
+  int accepted = 0;            ///< drafts accepted
+  std::vector<int32_t> output; ///< [k + 1] accepted drafts, the drawn token, then -1
+  std::vector<float> residual; ///< the distribution the last token was drawn from [vocab]
+  float draw_coin = 0.0f;      ///< the coin of that draw
 };
 
 /// Chain speculative sampling (verify_chain_sampling) for request `request`: draft i accepted
@@ -60,7 +60,7 @@ struct ChainSamplingResult {
 ChainSamplingResult verify_chain_sampling_reference(std::span<const int32_t> drafts,
                                                     std::span<const float> draft_probs,
                                                     std::span<const float> target_probs,
-                                                    int64_t vocab, uint64_t seed,
-                                                    uint64_t offset, int request);
+                                                    int64_t vocab, uint64_t seed, uint64_t offset,
+                                                    int request);
 
 } // namespace specbench

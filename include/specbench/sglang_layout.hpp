@@ -26,8 +26,8 @@ SglangTree to_sglang_layout(const DraftTree& tree, int request);
 
 /// What sgl-kernel's greedy walk writes for one request.
 struct SglangAcceptance {
-  std::vector<int32_t> accept_index; ///< [steps] global ids of the path, -1 padded
-  int32_t accept_token_num = 0;      ///< drafts accepted
+  std::vector<int32_t> accept_index;                 ///< [steps] global ids of the path, -1 padded
+  int32_t accept_token_num = 0;                      ///< drafts accepted
   std::vector<std::pair<int64_t, int32_t>> predicts; ///< (global id, token) writes to predicts
 };
 

@@ -6,7 +6,9 @@
 namespace specbench::kernels {
 using detail::not_compiled;
 
-bool compiled_with_cuda() noexcept { return false; }
+bool compiled_with_cuda() noexcept {
+  return false;
+}
 
 Status verify_chain_greedy(const int32_t* drafts, const int32_t* target_tokens, int batch, int k,
                            int32_t* accepted, int32_t* bonus, Stream) {
@@ -16,8 +18,8 @@ Status verify_chain_greedy(const int32_t* drafts, const int32_t* target_tokens, 
 }
 
 Status verify_tree_greedy(const int32_t* parents, const int32_t* tokens,
-                          const int32_t* target_tokens, int batch, int nodes,
-                          int32_t* accept_path, int32_t* accepted, int32_t* bonus, Stream) {
+                          const int32_t* target_tokens, int batch, int nodes, int32_t* accept_path,
+                          int32_t* accepted, int32_t* bonus, Stream) {
   if (Status s = detail::check_tree_greedy(parents, tokens, target_tokens, batch, nodes,
                                            accept_path, accepted, bonus);
       !s)
@@ -28,9 +30,8 @@ Status verify_tree_greedy(const int32_t* parents, const int32_t* tokens,
 Status verify_tree_greedy_sglang(int32_t* predicts, int32_t* accept_index,
                                  int32_t* accept_token_num, const int64_t* candidates,
                                  const int64_t* retrive_index, const int64_t* retrive_next_token,
-                                 const int64_t* retrive_next_sibling,
-                                 const int64_t* target_predict, int batch, int nodes, int steps,
-                                 Stream) {
+                                 const int64_t* retrive_next_sibling, const int64_t* target_predict,
+                                 int batch, int nodes, int steps, Stream) {
   if (Status s = detail::check_sglang(predicts, accept_index, accept_token_num, candidates,
                                       retrive_index, retrive_next_token, retrive_next_sibling,
                                       target_predict, batch, nodes, steps);
@@ -70,12 +71,12 @@ Status verify_tree_sampling(const float* target_probs, const int32_t*, const int
 }
 
 Status verify_chain_sampling(const float* draft_probs, const int32_t* draft_tokens,
-                             const float* target_probs, int batch, int k, int64_t vocab,
-                             PhiloxArgs, int32_t* output_tokens, int32_t* accepted,
-                             void* workspace, std::size_t workspace_bytes, Stream) {
-  if (Status s = detail::check_chain_sampling(draft_probs, draft_tokens, target_probs, batch, k,
-                                              vocab, output_tokens, accepted, workspace,
-                                              workspace_bytes);
+                             const float* target_probs, int batch, int k, int64_t vocab, PhiloxArgs,
+                             int32_t* output_tokens, int32_t* accepted, void* workspace,
+                             std::size_t workspace_bytes, Stream) {
+  if (Status s =
+          detail::check_chain_sampling(draft_probs, draft_tokens, target_probs, batch, k, vocab,
+                                       output_tokens, accepted, workspace, workspace_bytes);
       !s)
     return s;
   return not_compiled("kernels::verify_chain_sampling");

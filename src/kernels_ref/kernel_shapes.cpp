@@ -14,7 +14,8 @@ Status bad(const std::string& where, const std::string& what, const std::string&
 
 Status need(const void* p, const char* name, const char* where) {
   if (p == nullptr)
-    return bad(where, std::string(name) + " is null", std::string("pass a device buffer for ") + name);
+    return bad(where, std::string(name) + " is null",
+               std::string("pass a device buffer for ") + name);
   return {};
 }
 
@@ -35,11 +36,14 @@ Status check_chain_greedy(const void* drafts, const void* target, int batch, int
   if (batch < 0 || k < 0 || k > 1 << 20)
     return bad(w, "batch " + std::to_string(batch) + ", k " + std::to_string(k) + " out of range",
                "pass batch >= 0 and 0 <= k <= 2^20");
-  if (batch == 0) return {};
+  if (batch == 0)
+    return {};
   for (auto [p, n] : {std::pair{target, "target_tokens"}, {accepted, "accepted"}, {bonus, "bonus"}})
-    if (Status s = need(p, n, w); !s) return s;
+    if (Status s = need(p, n, w); !s)
+      return s;
   if (k > 0)
-    if (Status s = need(drafts, "drafts", w); !s) return s;
+    if (Status s = need(drafts, "drafts", w); !s)
+      return s;
   return {};
 }
 
@@ -47,13 +51,19 @@ Status check_tree_greedy(const void* parents, const void* tokens, const void* ta
                          int nodes, const void* path, const void* accepted, const void* bonus) {
   const char* w = "kernels::verify_tree_greedy";
   if (batch < 0 || nodes < 1 || nodes > kMaxNodes)
-    return bad(w, "batch " + std::to_string(batch) + ", nodes " + std::to_string(nodes) +
-                      " out of range",
-               "pass batch >= 0 and 1 <= nodes <= " + std::to_string(kMaxNodes));
-  if (batch == 0) return {};
-  for (auto [p, n] : {std::pair{parents, "parents"}, {tokens, "tokens"}, {target, "target_tokens"},
-                      {path, "accept_path"}, {accepted, "accepted"}, {bonus, "bonus"}})
-    if (Status s = need(p, n, w); !s) return s;
+    return bad(
+        w, "batch " + std::to_string(batch) + ", nodes " + std::to_string(nodes) + " out of range",
+        "pass batch >= 0 and 1 <= nodes <= " + std::to_string(kMaxNodes));
+  if (batch == 0)
+    return {};
+  for (auto [p, n] : {std::pair{parents, "parents"},
+                      {tokens, "tokens"},
+                      {target, "target_tokens"},
+                      {path, "accept_path"},
+                      {accepted, "accepted"},
+                      {bonus, "bonus"}})
+    if (Status s = need(p, n, w); !s)
+      return s;
   return {};
 }
 
@@ -63,79 +73,103 @@ Status check_sglang(const void* predicts, const void* accept_index, const void* 
                     int steps) {
   const char* w = "kernels::verify_tree_greedy_sglang";
   if (batch < 0 || nodes < 1 || nodes > kMaxNodes || steps < 1)
-    return bad(w, "batch " + std::to_string(batch) + ", nodes " + std::to_string(nodes) +
-                      ", steps " + std::to_string(steps) + " out of range",
+    return bad(w,
+               "batch " + std::to_string(batch) + ", nodes " + std::to_string(nodes) + ", steps " +
+                   std::to_string(steps) + " out of range",
                "pass batch >= 0, 1 <= nodes <= " + std::to_string(kMaxNodes) + ", steps >= 1");
-  if (batch == 0) return {};
-  for (auto [p, n] :
-       {std::pair{predicts, "predicts"}, {accept_index, "accept_index"},
-        {accept_num, "accept_token_num"}, {candidates, "candidates"},
-        {retrive_index, "retrive_index"}, {next_token, "retrive_next_token"},
-        {next_sibling, "retrive_next_sibling"}, {target_predict, "target_predict"}})
-    if (Status s = need(p, n, w); !s) return s;
+  if (batch == 0)
+    return {};
+  for (auto [p, n] : {std::pair{predicts, "predicts"},
+                      {accept_index, "accept_index"},
+                      {accept_num, "accept_token_num"},
+                      {candidates, "candidates"},
+                      {retrive_index, "retrive_index"},
+                      {next_token, "retrive_next_token"},
+                      {next_sibling, "retrive_next_sibling"},
+                      {target_predict, "target_predict"}})
+    if (Status s = need(p, n, w); !s)
+      return s;
   return {};
 }
 
 Status check_fused(const void* logits, const void* tokens, int batch, int nodes, int64_t vocab,
-                   const void* path, const void* accepted, const void* bonus,
-                   const void* workspace, std::size_t workspace_bytes, std::size_t needed,
-                   const char* w) {
+                   const void* path, const void* accepted, const void* bonus, const void* workspace,
+                   std::size_t workspace_bytes, std::size_t needed, const char* w) {
   if (batch < 0 || nodes < 1 || nodes > kMaxNodes)
-    return bad(w, "batch " + std::to_string(batch) + ", nodes " + std::to_string(nodes) +
-                      " out of range",
-               "pass batch >= 0 and 1 <= nodes <= " + std::to_string(kMaxNodes));
+    return bad(
+        w, "batch " + std::to_string(batch) + ", nodes " + std::to_string(nodes) + " out of range",
+        "pass batch >= 0 and 1 <= nodes <= " + std::to_string(kMaxNodes));
   if (vocab < 1 || vocab > std::numeric_limits<int32_t>::max())
     return bad(w, "vocab " + std::to_string(vocab) + " out of range", "pass 1 <= vocab < 2^31");
-  if (batch == 0) return {};
-  for (auto [p, n] : {std::pair{logits, "logits/probs"}, {tokens, "tokens"}, {path, "accept_path"},
-                      {accepted, "accepted"}, {bonus, "bonus"}, {workspace, "workspace"}})
-    if (Status s = need(p, n, w); !s) return s;
+  if (batch == 0)
+    return {};
+  for (auto [p, n] : {std::pair{logits, "logits/probs"},
+                      {tokens, "tokens"},
+                      {path, "accept_path"},
+                      {accepted, "accepted"},
+                      {bonus, "bonus"},
+                      {workspace, "workspace"}})
+    if (Status s = need(p, n, w); !s)
+      return s;
   if (workspace_bytes < needed)
-    return bad(w, "workspace of " + std::to_string(workspace_bytes) + " bytes, " +
-                      std::to_string(needed) + " needed",
+    return bad(w,
+               "workspace of " + std::to_string(workspace_bytes) + " bytes, " +
+                   std::to_string(needed) + " needed",
                "allocate the size the matching *_workspace_bytes() returns and zero it once");
   return {};
 }
 
 Status check_chain_sampling(const void* draft_probs, const void* draft_tokens,
                             const void* target_probs, int batch, int k, int64_t vocab,
-                            const void* output_tokens, const void* accepted,
-                            const void* workspace, std::size_t workspace_bytes) {
+                            const void* output_tokens, const void* accepted, const void* workspace,
+                            std::size_t workspace_bytes) {
   const char* w = "kernels::verify_chain_sampling";
   if (batch < 0 || k < 0 || k + 1 > kMaxNodes)
     return bad(w, "batch " + std::to_string(batch) + ", k " + std::to_string(k) + " out of range",
                "pass batch >= 0 and 0 <= k < " + std::to_string(kMaxNodes));
   if (vocab < 1 || vocab > std::numeric_limits<int32_t>::max())
     return bad(w, "vocab " + std::to_string(vocab) + " out of range", "pass 1 <= vocab < 2^31");
-  if (batch == 0) return {};
-  for (auto [p, n] : {std::pair{target_probs, "target_probs"}, {output_tokens, "output_tokens"},
-                      {accepted, "accepted"}, {workspace, "workspace"}})
-    if (Status s = need(p, n, w); !s) return s;
+  if (batch == 0)
+    return {};
+  for (auto [p, n] : {std::pair{target_probs, "target_probs"},
+                      {output_tokens, "output_tokens"},
+                      {accepted, "accepted"},
+                      {workspace, "workspace"}})
+    if (Status s = need(p, n, w); !s)
+      return s;
   if (k > 0) {
-    if (Status s = need(draft_probs, "draft_probs", w); !s) return s;
-    if (Status s = need(draft_tokens, "draft_tokens", w); !s) return s;
+    if (Status s = need(draft_probs, "draft_probs", w); !s)
+      return s;
+    if (Status s = need(draft_tokens, "draft_tokens", w); !s)
+      return s;
   }
   const std::size_t needed = verify_sampling_workspace_bytes(batch, k + 1, vocab);
   if (workspace_bytes < needed)
-    return bad(w, "workspace of " + std::to_string(workspace_bytes) + " bytes, " +
-                      std::to_string(needed) + " needed",
+    return bad(w,
+               "workspace of " + std::to_string(workspace_bytes) + " bytes, " +
+                   std::to_string(needed) + " needed",
                "allocate verify_sampling_workspace_bytes(batch, k + 1, vocab) and zero it once");
   return {};
 }
 
-Status check_ddtree(const void* top_logp, const void* top_ids, const void* root_tokens,
-                    int batch, int depth, int k, int budget) {
+Status check_ddtree(const void* top_logp, const void* top_ids, const void* root_tokens, int batch,
+                    int depth, int k, int budget) {
   const char* w = "kernels::build_ddtree";
   if (batch < 0 || depth < 0 || depth > 4096 || k < 0 || budget < 0 || budget > kMaxDdtreeBudget)
-    return bad(w, "batch " + std::to_string(batch) + ", depth " + std::to_string(depth) + ", k " +
-                      std::to_string(k) + ", budget " + std::to_string(budget) + " out of range",
+    return bad(w,
+               "batch " + std::to_string(batch) + ", depth " + std::to_string(depth) + ", k " +
+                   std::to_string(k) + ", budget " + std::to_string(budget) + " out of range",
                "pass batch >= 0, 0 <= depth <= 4096, k >= 0, 0 <= budget <= " +
                    std::to_string(kMaxDdtreeBudget));
-  if (batch == 0) return {};
-  if (Status s = need(root_tokens, "root_tokens", w); !s) return s;
+  if (batch == 0)
+    return {};
+  if (Status s = need(root_tokens, "root_tokens", w); !s)
+    return s;
   if (depth > 0 && k > 0) {
-    if (Status s = need(top_logp, "top_logp", w); !s) return s;
-    if (Status s = need(top_ids, "top_ids", w); !s) return s;
+    if (Status s = need(top_logp, "top_logp", w); !s)
+      return s;
+    if (Status s = need(top_ids, "top_ids", w); !s)
+      return s;
   }
   return {};
 }
@@ -153,7 +187,8 @@ Status not_compiled(const char* where) {
 namespace specbench::kernels {
 
 std::size_t verify_greedy_fused_workspace_bytes(int batch, int nodes, int64_t vocab) noexcept {
-  if (batch <= 0 || nodes <= 0 || vocab <= 0) return 0;
+  if (batch <= 0 || nodes <= 0 || vocab <= 0)
+    return 0;
   using namespace detail;
   return align_up(sizeof(uint32_t) * static_cast<std::size_t>(batch), kWorkspaceAlign) +
          align_up(sizeof(uint64_t) * static_cast<std::size_t>(batch) * nodes *
@@ -162,7 +197,8 @@ std::size_t verify_greedy_fused_workspace_bytes(int batch, int nodes, int64_t vo
 }
 
 std::size_t verify_sampling_workspace_bytes(int batch, int rows, int64_t vocab) noexcept {
-  if (batch <= 0 || rows <= 0 || vocab <= 0) return 0;
+  if (batch <= 0 || rows <= 0 || vocab <= 0)
+    return 0;
   using namespace detail;
   // Per segment two float sums (the residual and the plain target mass).
   return align_up(sizeof(uint32_t) * static_cast<std::size_t>(batch), kWorkspaceAlign) +

@@ -20,7 +20,9 @@ inline constexpr int kMaxDdtreeBudget = 1024;
 /// Alignment of every workspace region.
 inline constexpr std::size_t kWorkspaceAlign = 256;
 
-inline std::size_t align_up(std::size_t x, std::size_t a) { return (x + a - 1) / a * a; }
+inline std::size_t align_up(std::size_t x, std::size_t a) {
+  return (x + a - 1) / a * a;
+}
 
 /// Most splits a row of `vocab` elements can be cut into by the fused greedy pass.
 int greedy_max_splits(int64_t vocab) noexcept;
@@ -37,15 +39,14 @@ Status check_sglang(const void* predicts, const void* accept_index, const void* 
                     const void* next_sibling, const void* target_predict, int batch, int nodes,
                     int steps);
 Status check_fused(const void* logits, const void* tokens, int batch, int nodes, int64_t vocab,
-                   const void* path, const void* accepted, const void* bonus,
-                   const void* workspace, std::size_t workspace_bytes, std::size_t needed,
-                   const char* where);
+                   const void* path, const void* accepted, const void* bonus, const void* workspace,
+                   std::size_t workspace_bytes, std::size_t needed, const char* where);
 Status check_chain_sampling(const void* draft_probs, const void* draft_tokens,
                             const void* target_probs, int batch, int k, int64_t vocab,
-                            const void* output_tokens, const void* accepted,
-                            const void* workspace, std::size_t workspace_bytes);
-Status check_ddtree(const void* top_logp, const void* top_ids, const void* root_tokens,
-                    int batch, int depth, int k, int budget);
+                            const void* output_tokens, const void* accepted, const void* workspace,
+                            std::size_t workspace_bytes);
+Status check_ddtree(const void* top_logp, const void* top_ids, const void* root_tokens, int batch,
+                    int depth, int k, int budget);
 
 /// The "built without CUDA" answer of launcher `where`.
 Status not_compiled(const char* where);

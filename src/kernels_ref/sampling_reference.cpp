@@ -13,17 +13,21 @@ float sampling_coin(uint64_t seed, uint64_t offset, uint32_t row, uint32_t tag) 
 
 int32_t sample_inverse_cdf_reference(std::span<const float> weights, float u) {
   double total = 0.0;
-  for (float w : weights) total += std::max(0.0f, w);
-  if (!(total > 0.0)) return -1;
+  for (float w : weights)
+    total += std::max(0.0f, w);
+  if (!(total > 0.0))
+    return -1;
   const double target = static_cast<double>(u) * total;
   double cum = 0.0;
   int32_t last_positive = -1;
   for (size_t i = 0; i < weights.size(); ++i) {
     const float w = std::max(0.0f, weights[i]);
-    if (w <= 0.0f) continue;
+    if (w <= 0.0f)
+      continue;
     cum += w;
     last_positive = static_cast<int32_t>(i);
-    if (cum > target) return last_positive;
+    if (cum > target)
+      return last_positive;
   }
   return last_positive; // u * total rounded up to the total
 }
@@ -35,7 +39,8 @@ bool inverse_cdf_draw_consistent(std::span<const float> weights, float u, int32_
   double total = 0.0, before = 0.0;
   for (size_t i = 0; i < weights.size(); ++i) {
     const double w = std::max(0.0f, weights[i]);
-    if (i < static_cast<size_t>(token)) before += w;
+    if (i < static_cast<size_t>(token))
+      before += w;
     total += w;
   }
   const double target = static_cast<double>(u) * total, slack = rel_tol * total;
@@ -63,8 +68,8 @@ TreeSamplingResult verify_tree_sampling_reference(const DraftTree& tree,
 ChainSamplingResult verify_chain_sampling_reference(std::span<const int32_t> drafts,
                                                     std::span<const float> draft_probs,
                                                     std::span<const float> target_probs,
-                                                    int64_t vocab, uint64_t seed,
-                                                    uint64_t offset, int request) {
+                                                    int64_t vocab, uint64_t seed, uint64_t offset,
+                                                    int request) {
   const size_t k = drafts.size(), V = static_cast<size_t>(vocab);
   if (draft_probs.size() < k * V || target_probs.size() < (k + 1) * V)
     throw std::invalid_argument("verify_chain_sampling_reference: probabilities too small");
@@ -78,7 +83,8 @@ ChainSamplingResult verify_chain_sampling_reference(std::span<const int32_t> dra
     const float p = in_range ? target_probs[j * V + d] : 0.0f;
     const float q = in_range ? draft_probs[j * V + d] : 0.0f;
     const float u = sampling_coin(seed, offset, base + static_cast<uint32_t>(j), kCoinAccept);
-    if (!(u * q < p)) break;
+    if (!(u * q < p))
+      break;
     r.output[j] = d;
   }
   r.accepted = static_cast<int>(j);
@@ -90,7 +96,8 @@ ChainSamplingResult verify_chain_sampling_reference(std::span<const int32_t> dra
       res[i] = std::max(0.0f, target_probs[j * V + i] - draft_probs[j * V + i]);
       any = any || res[i] > 0.0f;
     }
-    if (any) r.residual = std::move(res);
+    if (any)
+      r.residual = std::move(res);
   }
   r.draw_coin = sampling_coin(seed, offset, base + static_cast<uint32_t>(j), kCoinDraw);
   r.output[j] = sample_inverse_cdf_reference(r.residual, r.draw_coin);

@@ -9,7 +9,8 @@ SglangTree to_sglang_layout(const DraftTree& tree, int request) {
   SglangTree s;
   s.candidates.assign(tree.tokens.begin(), tree.tokens.end());
   s.retrive_index.resize(n);
-  for (int i = 0; i < n; ++i) s.retrive_index[i] = static_cast<int64_t>(request) * n + i;
+  for (int i = 0; i < n; ++i)
+    s.retrive_index[i] = static_cast<int64_t>(request) * n + i;
   s.retrive_next_token.assign(tree.first_child.begin(), tree.first_child.end());
   s.retrive_next_sibling.assign(tree.next_sibling.begin(), tree.next_sibling.end());
   return s;
@@ -19,11 +20,13 @@ SglangAcceptance verify_tree_greedy_sglang_reference(const SglangTree& tree,
                                                      std::span<const int64_t> target_predict,
                                                      int steps) {
   const int64_t n = static_cast<int64_t>(tree.candidates.size());
-  if (steps < 1) throw std::invalid_argument("verify_tree_greedy_sglang_reference: steps < 1");
+  if (steps < 1)
+    throw std::invalid_argument("verify_tree_greedy_sglang_reference: steps < 1");
   auto predict = [&](int64_t local) {
     const int64_t g = tree.retrive_index[local];
     if (g < 0 || static_cast<size_t>(g) >= target_predict.size())
-      throw std::invalid_argument("verify_tree_greedy_sglang_reference: retrive_index out of range");
+      throw std::invalid_argument(
+          "verify_tree_greedy_sglang_reference: retrive_index out of range");
     return target_predict[g];
   };
   SglangAcceptance a;
@@ -41,7 +44,8 @@ SglangAcceptance verify_tree_greedy_sglang_reference(const SglangTree& tree,
         next = c;
         break;
       }
-    if (next < 0) break;
+    if (next < 0)
+      break;
     a.predicts.emplace_back(tree.retrive_index[cur], static_cast<int32_t>(want));
     a.accept_index[j] = static_cast<int32_t>(tree.retrive_index[next]);
     ++accepted;

@@ -46,8 +46,10 @@ TEST(KernelReferences, ChainReferenceEqualsChainTree) {
   for (int k : {0, 1, 5, 31, 32, 33, 100}) {
     std::vector<int32_t> drafts(k), target(k + 1);
     for (int rep = 0; rep < 20; ++rep) {
-      for (auto& d : drafts) d = static_cast<int32_t>(rng() % 4);
-      for (auto& x : target) x = static_cast<int32_t>(rng() % 4);
+      for (auto& d : drafts)
+        d = static_cast<int32_t>(rng() % 4);
+      for (auto& x : target)
+        x = static_cast<int32_t>(rng() % 4);
       const Acceptance a = verify_chain_reference(drafts, target);
       const Acceptance b = verify_tree_reference(chain_as_tree(drafts, 0), target);
       EXPECT_EQ(a.path, b.path);
@@ -67,7 +69,8 @@ TEST(KernelReferences, SglangLayoutWalkEqualsParentWalk) {
       for (int b = 0; b < batch; ++b) {
         trees.push_back(make_tree(rng, shape, n, 500));
         targets.push_back(make_targets(rng, trees.back(), 500));
-        for (int i = 0; i < n; ++i) predict[static_cast<size_t>(b) * n + i] = targets[b][i];
+        for (int i = 0; i < n; ++i)
+          predict[static_cast<size_t>(b) * n + i] = targets[b][i];
       }
       for (int steps : {1, 2, 4, n + 1}) {
         for (int b = 0; b < batch; ++b) {
@@ -145,7 +148,8 @@ double chi_square(const std::vector<int>& counts, const std::vector<double>& p, 
   *impossible = false;
   for (size_t i = 0; i < p.size(); ++i) {
     if (p[i] == 0.0) {
-      if (counts[i] != 0) *impossible = true;
+      if (counts[i] != 0)
+        *impossible = true;
       continue;
     }
     const double e = p[i] * total;
@@ -159,10 +163,10 @@ TEST(KernelReferences, ChainSamplingKeepsTargetDistribution) {
   // Draft q and target p over 6 tokens; the first emitted token must follow p0, and the second
   // (when the first draft was accepted) p1.
   const int V = 6, k = 2;
-  const std::vector<float> q = {0.5f, 0.1f, 0.1f, 0.1f, 0.2f, 0.0f, 0.3f, 0.3f, 0.1f, 0.1f, 0.1f,
-                                0.1f};
-  const std::vector<float> p = {0.1f, 0.4f, 0.2f, 0.0f, 0.2f, 0.1f, 0.25f, 0.25f, 0.25f, 0.25f,
-                                0.0f, 0.0f, 0.5f, 0.5f, 0.0f, 0.0f, 0.0f, 0.0f};
+  const std::vector<float> q = {0.5f, 0.1f, 0.1f, 0.1f, 0.2f, 0.0f,
+                                0.3f, 0.3f, 0.1f, 0.1f, 0.1f, 0.1f};
+  const std::vector<float> p = {0.1f,  0.4f, 0.2f, 0.0f, 0.2f, 0.1f, 0.25f, 0.25f, 0.25f,
+                                0.25f, 0.0f, 0.0f, 0.5f, 0.5f, 0.0f, 0.0f,  0.0f,  0.0f};
   std::vector<int> first(V, 0);
   const int trials = 60000;
   std::mt19937 rng(3);
@@ -175,8 +179,10 @@ TEST(KernelReferences, ChainSamplingKeepsTargetDistribution) {
     ASSERT_GE(r.output[0], 0);
     ++first[r.output[0]];
     EXPECT_GE(r.output[r.accepted], 0);
-    for (int j = 0; j < r.accepted; ++j) EXPECT_EQ(r.output[j], drafts[j]);
-    for (int j = r.accepted + 1; j <= k; ++j) EXPECT_EQ(r.output[j], -1);
+    for (int j = 0; j < r.accepted; ++j)
+      EXPECT_EQ(r.output[j], drafts[j]);
+    for (int j = r.accepted + 1; j <= k; ++j)
+      EXPECT_EQ(r.output[j], -1);
   }
   bool impossible = false;
   const double chi = chi_square(first, {0.1, 0.4, 0.2, 0.0, 0.2, 0.1}, trials, &impossible);
@@ -203,7 +209,7 @@ TEST(KernelReferences, TreeSamplingKeepsTargetDistribution) {
     const TreeSamplingResult r =
         verify_tree_sampling_reference(t, probs, V, 99, static_cast<uint64_t>(s), 0);
     const int tok = r.acceptance.accepted_drafts() > 0 ? t.tokens[r.acceptance.path[1]]
-                                                        : r.acceptance.bonus_token;
+                                                       : r.acceptance.bonus_token;
     ++first[tok];
   }
   bool impossible = false;
@@ -219,9 +225,9 @@ TEST(KernelLaunchers, RejectBadShapesBeforeTouchingTheGpu) {
             StatusCode::invalid_argument);
   EXPECT_EQ(verify_chain_greedy(&dummy, nullptr, 1, 4, &dummy, &dummy, nullptr).code(),
             StatusCode::invalid_argument);
-  EXPECT_EQ(verify_tree_greedy(&dummy, &dummy, &dummy, 1, 0, &dummy, &dummy, &dummy, nullptr)
-                .code(),
-            StatusCode::invalid_argument);
+  EXPECT_EQ(
+      verify_tree_greedy(&dummy, &dummy, &dummy, 1, 0, &dummy, &dummy, &dummy, nullptr).code(),
+      StatusCode::invalid_argument);
   EXPECT_EQ(verify_greedy_fused(&dummy, LogitsDtype::bf16, nullptr, &dummy, 1, 8, 0, nullptr,
                                 &dummy, &dummy, &dummy, &dummy, 1 << 20, nullptr)
                 .code(),
@@ -246,7 +252,8 @@ TEST(KernelLaunchers, RejectBadShapesBeforeTouchingTheGpu) {
 
 TEST(KernelLaunchers, SayNotCompiledWithoutCuda) {
   using namespace specbench::kernels;
-  if (compiled_with_cuda()) GTEST_SKIP() << "CUDA build: the GPU tests exercise the launchers";
+  if (compiled_with_cuda())
+    GTEST_SKIP() << "CUDA build: the GPU tests exercise the launchers";
   int32_t d[4] = {};
   const Status s = verify_chain_greedy(d, d, 1, 1, d, d, nullptr);
   EXPECT_EQ(s.code(), StatusCode::not_compiled);

@@ -31,7 +31,8 @@ template <class T> struct Dev {
   T* p = nullptr;
   size_t n = 0;
   explicit Dev(size_t count) : n(count) {
-    if (cudaMalloc(&p, std::max<size_t>(1, n) * sizeof(T)) != cudaSuccess) p = nullptr;
+    if (cudaMalloc(&p, std::max<size_t>(1, n) * sizeof(T)) != cudaSuccess)
+      p = nullptr;
   }
   explicit Dev(const std::vector<T>& v) : Dev(v.size()) { upload(v); }
   ~Dev() { cudaFree(p); }
@@ -64,7 +65,8 @@ constexpr TreeShape kShapes[] = {TreeShape::chain, TreeShape::star, TreeShape::d
 uint16_t to_bf16(float f) {
   uint32_t u;
   std::memcpy(&u, &f, 4);
-  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return 0x7FC0;
+  if ((u & 0x7FFFFFFFu) > 0x7F800000u)
+    return 0x7FC0;
   u += 0x7FFFu + ((u >> 16) & 1u);
   return static_cast<uint16_t>(u >> 16);
 }
@@ -78,10 +80,12 @@ float from_bf16(uint16_t h) {
 // torch.argmax semantics written plainly: first NaN if any, else first maximum.
 int32_t torch_argmax(const float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i)
-    if (std::isnan(x[i])) return static_cast<int32_t>(i);
+    if (std::isnan(x[i]))
+      return static_cast<int32_t>(i);
   int64_t best = 0;
   for (int64_t i = 1; i < n; ++i)
-    if (x[i] > x[best]) best = i;
+    if (x[i] > x[best])
+      best = i;
   return static_cast<int32_t>(best);
 }
 
@@ -121,7 +125,8 @@ TEST(KernelsGpu, ChainGreedyMatchesReference) {
         const int agree = static_cast<int>(rng() % (kk + 1));
         for (int i = 0; i <= kk; ++i) {
           target[b * (kk + 1) + i] = static_cast<int32_t>(rng() % 1000);
-          if (i < kk) drafts[b * kk + i] = i < agree ? target[b * (kk + 1) + i] : rng() % 1000;
+          if (i < kk)
+            drafts[b * kk + i] = i < agree ? target[b * (kk + 1) + i] : rng() % 1000;
         }
       }
       Dev<int32_t> d(drafts), t(target), acc(batch), bon(batch);
@@ -130,9 +135,9 @@ TEST(KernelsGpu, ChainGreedyMatchesReference) {
       STATUS_OK(k::verify_chain_greedy(d.p, t.p, batch, kk, acc.p, bon.p, nullptr));
       const auto A = acc.get(), B = bon.get();
       for (int b = 0; b < batch; ++b) {
-        const Acceptance r = verify_chain_reference(
-            std::span<const int32_t>(drafts.data() + b * kk, kk),
-            std::span<const int32_t>(target.data() + b * (kk + 1), kk + 1));
+        const Acceptance r =
+            verify_chain_reference(std::span<const int32_t>(drafts.data() + b * kk, kk),
+                                   std::span<const int32_t>(target.data() + b * (kk + 1), kk + 1));
         EXPECT_EQ(A[b], r.accepted_drafts()) << "k=" << kk;
         EXPECT_EQ(B[b], r.bonus_token) << "k=" << kk;
       }
@@ -157,7 +162,8 @@ TEST(KernelsGpu, TreeGreedyAndSglangLayoutMatchReference) {
       path.poison();
       acc.poison();
       bon.poison();
-      STATUS_OK(k::verify_tree_greedy(par.p, tok.p, tgt.p, batch, n, path.p, acc.p, bon.p, nullptr));
+      STATUS_OK(
+          k::verify_tree_greedy(par.p, tok.p, tgt.p, batch, n, path.p, acc.p, bon.p, nullptr));
       expect_walk(trees, targets, path.get(), acc.get(), bon.get(), what);
 
       // SGLang layout, int64 buffers, with a step limit.
@@ -171,8 +177,8 @@ TEST(KernelsGpu, TreeGreedyAndSglangLayoutMatchReference) {
       }
       for (int steps : {1, 3, n + 1}) {
         Dev<int64_t> dc(cand), di(ridx), dn(rnext), ds(rsib), dp(pred);
-        Dev<int32_t> predicts(static_cast<size_t>(batch) * n), aidx(static_cast<size_t>(batch) * steps),
-            anum(batch);
+        Dev<int32_t> predicts(static_cast<size_t>(batch) * n),
+            aidx(static_cast<size_t>(batch) * steps), anum(batch);
         std::vector<int32_t> init(static_cast<size_t>(batch) * n, -7);
         predicts.upload(init);
         aidx.poison();
@@ -183,8 +189,10 @@ TEST(KernelsGpu, TreeGreedyAndSglangLayoutMatchReference) {
           const SglangAcceptance r =
               verify_tree_greedy_sglang_reference(to_sglang_layout(trees[b], b), pred, steps);
           ASSERT_EQ(N[b], r.accept_token_num) << what << " steps " << steps;
-          for (int j = 0; j < steps; ++j) EXPECT_EQ(I[b * steps + j], r.accept_index[j]) << what;
-          for (const auto& [g, v] : r.predicts) init[g] = v;
+          for (int j = 0; j < steps; ++j)
+            EXPECT_EQ(I[b * steps + j], r.accept_index[j]) << what;
+          for (const auto& [g, v] : r.predicts)
+            init[g] = v;
         }
         EXPECT_EQ(P, init) << what << " steps " << steps;
       }
@@ -199,7 +207,8 @@ void run_fused(k::LogitsDtype dtype, int batch, int n, int64_t V, TreeShape shap
   std::vector<DraftTree> trees;
   std::vector<float> logits(static_cast<size_t>(batch) * n * V);
   std::normal_distribution<float> g(0.0f, 3.0f);
-  for (auto& x : logits) x = g(rng);
+  for (auto& x : logits)
+    x = g(rng);
   for (int b = 0; b < batch; ++b) {
     trees.push_back(make_tree(rng, chain_null_parents ? TreeShape::chain : shape, n,
                               static_cast<int>(std::min<int64_t>(V, 1 << 30))));
@@ -212,20 +221,28 @@ void run_fused(k::LogitsDtype dtype, int batch, int n, int64_t V, TreeShape shap
         row[(want[i] + 1 + rng() % (V - 1)) % V] = 20.0f;
         break;
       case Special::nan:
-        if (rng() % 2) row[rng() % V] = NAN;
-        if (rng() % 3 == 0) row[rng() % V] = -NAN;
+        if (rng() % 2)
+          row[rng() % V] = NAN;
+        if (rng() % 3 == 0)
+          row[rng() % V] = -NAN;
         break;
       case Special::inf:
-        if (rng() % 2) row[rng() % V] = INFINITY;
-        if (rng() % 2) row[rng() % V] = -INFINITY;
+        if (rng() % 2)
+          row[rng() % V] = INFINITY;
+        if (rng() % 2)
+          row[rng() % V] = -INFINITY;
         if (rng() % 4 == 0)
-          for (int64_t v = 0; v < V; ++v) row[v] = -INFINITY; // all -inf: index 0
+          for (int64_t v = 0; v < V; ++v)
+            row[v] = -INFINITY; // all -inf: index 0
         break;
       case Special::zeros: // +0 and -0 tie: the first wins
-        for (int64_t v = 0; v < V; ++v) row[v] = (v % 3 == 0) ? -0.0f : -1.0f;
-        if (rng() % 2) row[rng() % V] = 0.0f;
+        for (int64_t v = 0; v < V; ++v)
+          row[v] = (v % 3 == 0) ? -0.0f : -1.0f;
+        if (rng() % 2)
+          row[rng() % V] = 0.0f;
         break;
-      default: break;
+      default:
+        break;
       }
     }
   }
@@ -244,7 +261,8 @@ void run_fused(k::LogitsDtype dtype, int batch, int n, int64_t V, TreeShape shap
     lf.upload(logits);
   }
   std::vector<int32_t> expect(static_cast<size_t>(batch) * n);
-  for (size_t r = 0; r < expect.size(); ++r) expect[r] = torch_argmax(seen.data() + r * V, V);
+  for (size_t r = 0; r < expect.size(); ++r)
+    expect[r] = torch_argmax(seen.data() + r * V, V);
   Dev<int32_t> par(flatten(trees, true)), tok(flatten(trees, false));
   Dev<int32_t> tgt(expect.size()), path(expect.size()), acc(batch), bon(batch);
   Workspace ws(k::verify_greedy_fused_workspace_bytes(batch, n, V));
@@ -253,12 +271,12 @@ void run_fused(k::LogitsDtype dtype, int batch, int n, int64_t V, TreeShape shap
     tgt.poison();
     path.poison();
     acc.poison();
-    STATUS_OK(k::verify_greedy_fused(x, dtype, chain_null_parents ? nullptr : par.p, tok.p, batch, n,
-                                     V, tgt.p, path.p, acc.p, bon.p, ws.p, ws.bytes, nullptr));
+    STATUS_OK(k::verify_greedy_fused(x, dtype, chain_null_parents ? nullptr : par.p, tok.p, batch,
+                                     n, V, tgt.p, path.p, acc.p, bon.p, ws.p, ws.bytes, nullptr));
     CUDA_OK(cudaDeviceSynchronize());
     const std::string what = std::string(dtype == k::LogitsDtype::bf16 ? "bf16" : "fp32") +
-                             " V=" + std::to_string(V) + " n=" + std::to_string(n) + " b=" +
-                             std::to_string(batch) + " special=" + std::to_string(int(sp));
+                             " V=" + std::to_string(V) + " n=" + std::to_string(n) +
+                             " b=" + std::to_string(batch) + " special=" + std::to_string(int(sp));
     ASSERT_EQ(tgt.get(), expect) << what;
     expect_walk(trees, expect, path.get(), acc.get(), bon.get(), what);
   }
@@ -272,8 +290,10 @@ TEST(KernelsGpu, FusedGreedyMatchesTorchArgmaxAndWalk) {
                       int64_t{32000}, int64_t{151936}})
       for (int n : {1, 8, 16, 64, 65})
         for (int batch : {1, 3}) {
-          if (V * n * batch > 40'000'000) continue;
-          if (V < 2 && n > 1) continue;
+          if (V * n * batch > 40'000'000)
+            continue;
+          if (V < 2 && n > 1)
+            continue;
           run_fused(dtype, batch, n, V, kShapes[rng() % 5], Special::none, rng, false);
         }
   for (auto dtype : {k::LogitsDtype::bf16, k::LogitsDtype::fp32})
@@ -298,8 +318,10 @@ std::vector<float> random_probs(std::mt19937& rng, int rows, int64_t V, bool spa
       row[v] = (sparse && rng() % 4 != 0) ? 0.0f : x * x * x;
       s += row[v];
     }
-    if (s == 0.0) row[rng() % V] = 1.0f, s = 1.0;
-    for (int64_t v = 0; v < V; ++v) row[v] = static_cast<float>(row[v] / s);
+    if (s == 0.0)
+      row[rng() % V] = 1.0f, s = 1.0;
+    for (int64_t v = 0; v < V; ++v)
+      row[v] = static_cast<float>(row[v] / s);
   }
   return p;
 }
@@ -311,7 +333,8 @@ TEST(KernelsGpu, TreeSamplingDrawsAreInverseCdfAndWalkIsExact) {
     for (int n : {1, 8, 33})
       for (bool use_dev_seed : {false, true}) {
         const int batch = 2;
-        if (V * n * batch > 12'000'000) continue;
+        if (V * n * batch > 12'000'000)
+          continue;
         std::vector<DraftTree> trees;
         for (int b = 0; b < batch; ++b)
           trees.push_back(make_tree(rng, kShapes[rng() % 5], n, static_cast<int>(V)));
@@ -327,8 +350,8 @@ TEST(KernelsGpu, TreeSamplingDrawsAreInverseCdfAndWalkIsExact) {
                               use_dev_seed ? so.p : nullptr};
         draws.poison();
         path.poison();
-        STATUS_OK(k::verify_tree_sampling(dp.p, par.p, tok.p, batch, n, V, rngargs, draws.p,
-                                          path.p, acc.p, bon.p, ws.p, ws.bytes, nullptr));
+        STATUS_OK(k::verify_tree_sampling(dp.p, par.p, tok.p, batch, n, V, rngargs, draws.p, path.p,
+                                          acc.p, bon.p, ws.p, ws.bytes, nullptr));
         const auto D = draws.get();
         for (int r = 0; r < batch * n; ++r) {
           const float u = sampling_coin(seed, offset, static_cast<uint32_t>(r), kCoinDraw);
@@ -336,7 +359,8 @@ TEST(KernelsGpu, TreeSamplingDrawsAreInverseCdfAndWalkIsExact) {
               std::span<const float>(probs.data() + static_cast<size_t>(r) * V, V), u, D[r]))
               << "V=" << V << " row " << r << " draw " << D[r];
         }
-        expect_walk(trees, D, path.get(), acc.get(), bon.get(), "tree sampling V=" + std::to_string(V));
+        expect_walk(trees, D, path.get(), acc.get(), bon.get(),
+                    "tree sampling V=" + std::to_string(V));
       }
 }
 
@@ -364,27 +388,32 @@ TEST(KernelsGpu, SamplingVerifiersKeepTheTargetDistribution) {
   const std::vector<int> hot = {3, 100, 1023, 1024, 1500, 2000, 2047, 512};
   const std::vector<double> mass = {0.05, 0.2, 0.1, 0.15, 0.05, 0.25, 0.1, 0.1};
   std::vector<float> root(V, 0.0f);
-  for (size_t i = 0; i < hot.size(); ++i) root[hot[i]] = static_cast<float>(mass[i]);
+  for (size_t i = 0; i < hot.size(); ++i)
+    root[hot[i]] = static_cast<float>(mass[i]);
   const int batch = 512, n = 4, calls = 200;
   DraftTree star = make_tree(*std::make_unique<std::mt19937>(1), TreeShape::star, n, 10);
   star.tokens = {0, 100, 1024, 7}; // 7 has no target mass
   std::vector<DraftTree> trees(batch, star);
   std::vector<float> probs;
   for (int b = 0; b < batch; ++b)
-    for (int i = 0; i < n; ++i) probs.insert(probs.end(), root.begin(), root.end());
+    for (int i = 0; i < n; ++i)
+      probs.insert(probs.end(), root.begin(), root.end());
   Dev<float> dp(probs);
   Dev<int32_t> par(flatten(trees, true)), tok(flatten(trees, false));
   Dev<int32_t> path(static_cast<size_t>(batch) * n), acc(batch), bon(batch);
   Workspace ws(k::verify_sampling_workspace_bytes(batch, n, V));
   std::vector<long> tree_counts(V, 0);
   for (int c = 0; c < calls; ++c) {
-    STATUS_OK(k::verify_tree_sampling(dp.p, par.p, tok.p, batch, n, V, k::PhiloxArgs{5, uint64_t(c)},
-                                      nullptr, path.p, acc.p, bon.p, ws.p, ws.bytes, nullptr));
+    STATUS_OK(k::verify_tree_sampling(dp.p, par.p, tok.p, batch, n, V,
+                                      k::PhiloxArgs{5, uint64_t(c)}, nullptr, path.p, acc.p, bon.p,
+                                      ws.p, ws.bytes, nullptr));
     const auto P = path.get(), A = acc.get(), B = bon.get();
-    for (int b = 0; b < batch; ++b) ++tree_counts[A[b] > 0 ? star.tokens[P[b * n + 1]] : B[b]];
+    for (int b = 0; b < batch; ++b)
+      ++tree_counts[A[b] > 0 ? star.tokens[P[b * n + 1]] : B[b]];
   }
   std::vector<double> expect(V, 0.0);
-  for (size_t i = 0; i < hot.size(); ++i) expect[hot[i]] = mass[i];
+  for (size_t i = 0; i < hot.size(); ++i)
+    expect[hot[i]] = mass[i];
   bool impossible = false;
   double chi = chi_square(tree_counts, expect, long(batch) * calls, &impossible);
   EXPECT_FALSE(impossible);
@@ -395,11 +424,14 @@ TEST(KernelsGpu, SamplingVerifiersKeepTheTargetDistribution) {
   std::vector<float> q(V, 0.0f);
   const std::vector<int> qhot = {100, 1024, 7, 2000};
   const std::vector<double> qmass = {0.4, 0.1, 0.3, 0.2};
-  for (size_t i = 0; i < qhot.size(); ++i) q[qhot[i]] = static_cast<float>(qmass[i]);
+  for (size_t i = 0; i < qhot.size(); ++i)
+    q[qhot[i]] = static_cast<float>(qmass[i]);
   std::vector<float> dq, tp;
   for (int b = 0; b < batch; ++b) {
-    for (int i = 0; i < kk; ++i) dq.insert(dq.end(), q.begin(), q.end());
-    for (int i = 0; i <= kk; ++i) tp.insert(tp.end(), root.begin(), root.end());
+    for (int i = 0; i < kk; ++i)
+      dq.insert(dq.end(), q.begin(), q.end());
+    for (int i = 0; i <= kk; ++i)
+      tp.insert(tp.end(), root.begin(), root.end());
   }
   Dev<float> ddq(dq), dtp(tp);
   Dev<int32_t> drafts(static_cast<size_t>(batch) * kk), out(static_cast<size_t>(batch) * (kk + 1)),
@@ -410,7 +442,8 @@ TEST(KernelsGpu, SamplingVerifiersKeepTheTargetDistribution) {
   std::vector<long> chain_counts(V, 0);
   for (int c = 0; c < calls; ++c) {
     std::vector<int32_t> dr(static_cast<size_t>(batch) * kk);
-    for (auto& d : dr) d = qhot[qd(rng)];
+    for (auto& d : dr)
+      d = qhot[qd(rng)];
     drafts.upload(dr);
     out.poison();
     STATUS_OK(k::verify_chain_sampling(ddq.p, drafts.p, dtp.p, batch, kk, V,
@@ -427,9 +460,12 @@ TEST(KernelsGpu, SamplingVerifiersKeepTheTargetDistribution) {
           std::span<const float>(tp.data() + static_cast<size_t>(b) * (kk + 1) * V, (kk + 1) * V),
           V, 9, uint64_t(c), b);
       ASSERT_EQ(A[b], r.accepted);
-      for (int j = 0; j < r.accepted; ++j) EXPECT_EQ(O[b * (kk + 1) + j], r.output[j]);
-      EXPECT_TRUE(inverse_cdf_draw_consistent(r.residual, r.draw_coin, O[b * (kk + 1) + r.accepted]));
-      for (int j = r.accepted + 1; j <= kk; ++j) EXPECT_EQ(O[b * (kk + 1) + j], -1);
+      for (int j = 0; j < r.accepted; ++j)
+        EXPECT_EQ(O[b * (kk + 1) + j], r.output[j]);
+      EXPECT_TRUE(
+          inverse_cdf_draw_consistent(r.residual, r.draw_coin, O[b * (kk + 1) + r.accepted]));
+      for (int j = r.accepted + 1; j <= kk; ++j)
+        EXPECT_EQ(O[b * (kk + 1) + j], -1);
     }
   }
   chi = chi_square(chain_counts, expect, long(batch) * calls, &impossible);
@@ -442,11 +478,13 @@ TEST(KernelsGpu, ChainSamplingMatchesReferenceOnRandomInputs) {
   for (int64_t V : {int64_t{3}, int64_t{1001}, int64_t{8192}, int64_t{151936}, int64_t{300007}})
     for (int kk : {0, 1, 4, 15}) {
       const int batch = 3;
-      if (V * (kk + 1) * batch > 12'000'000) continue;
+      if (V * (kk + 1) * batch > 12'000'000)
+        continue;
       const auto tp = random_probs(rng, batch * (kk + 1), V, rng() % 2 == 0);
       const auto dq = random_probs(rng, std::max(1, batch * kk), V, rng() % 2 == 0);
       std::vector<int32_t> dr(static_cast<size_t>(batch) * kk);
-      for (auto& d : dr) d = static_cast<int32_t>(rng() % V);
+      for (auto& d : dr)
+        d = static_cast<int32_t>(rng() % V);
       // Make some drafts likely to pass: copy target mass onto the draft token.
       Dev<float> dtp(tp), ddq(dq);
       Dev<int32_t> drafts(dr), out(static_cast<size_t>(batch) * (kk + 1)), acc(batch);
@@ -459,11 +497,11 @@ TEST(KernelsGpu, ChainSamplingMatchesReferenceOnRandomInputs) {
         const ChainSamplingResult r = verify_chain_sampling_reference(
             std::span<const int32_t>(dr.data() + b * kk, kk),
             std::span<const float>(dq.data() + static_cast<size_t>(b) * kk * V, kk * V),
-            std::span<const float>(tp.data() + static_cast<size_t>(b) * (kk + 1) * V,
-                                   (kk + 1) * V),
+            std::span<const float>(tp.data() + static_cast<size_t>(b) * (kk + 1) * V, (kk + 1) * V),
             V, 3, 4, b);
         ASSERT_EQ(A[b], r.accepted) << "V=" << V << " k=" << kk;
-        for (int j = 0; j < r.accepted; ++j) EXPECT_EQ(O[b * (kk + 1) + j], dr[b * kk + j]);
+        for (int j = 0; j < r.accepted; ++j)
+          EXPECT_EQ(O[b * (kk + 1) + j], dr[b * kk + j]);
         EXPECT_TRUE(
             inverse_cdf_draw_consistent(r.residual, r.draw_coin, O[b * (kk + 1) + r.accepted]))
             << "V=" << V << " k=" << kk << " token " << O[b * (kk + 1) + r.accepted];
@@ -479,7 +517,8 @@ void run_ddtree(std::mt19937& rng, int batch, int depth, int kk, int budget, boo
   std::vector<int32_t> ids, roots(batch), seq(batch);
   for (int b = 0; b < batch; ++b) {
     tables.push_back(random_topk(rng, depth, kk, ties, neg_inf));
-    if (all_equal) std::fill(tables.back().logp.begin(), tables.back().logp.end(), -0.5f);
+    if (all_equal)
+      std::fill(tables.back().logp.begin(), tables.back().logp.end(), -0.5f);
     logp.insert(logp.end(), tables.back().logp.begin(), tables.back().logp.end());
     ids.insert(ids.end(), tables.back().ids.begin(), tables.back().ids.end());
     roots[b] = static_cast<int32_t>(rng() % 1000);
@@ -491,14 +530,15 @@ void run_ddtree(std::mt19937& rng, int batch, int depth, int kk, int budget, boo
       ns(sc.n), pos(sc.n);
   Dev<uint8_t> mask(static_cast<size_t>(batch) * n * n);
   Dev<uint32_t> packed(static_cast<size_t>(batch) * n * W);
-  for (auto* d : {&par, &dep, &tok, &fc, &ns, &pos, &cnt}) d->poison();
+  for (auto* d : {&par, &dep, &tok, &fc, &ns, &pos, &cnt})
+    d->poison();
   sc.poison();
   mask.poison();
   packed.poison();
   k::DdtreeOutputs o{cnt.p, par.p, dep.p, tok.p, fc.p, ns.p, pos.p, sc.p, mask.p, packed.p};
   STATUS_OK(k::build_ddtree(dl.p, di.p, dr.p, ds.p, batch, depth, kk, budget, o, nullptr));
-  const auto C = cnt.get(), P = par.get(), D = dep.get(), T = tok.get(), F = fc.get(),
-             N = ns.get(), X = pos.get();
+  const auto C = cnt.get(), P = par.get(), D = dep.get(), T = tok.get(), F = fc.get(), N = ns.get(),
+             X = pos.get();
   const auto S = sc.get();
   const auto M = mask.get();
   const auto Q = packed.get();
@@ -506,8 +546,8 @@ void run_ddtree(std::mt19937& rng, int batch, int depth, int kk, int budget, boo
                            " budget " + std::to_string(budget) + (ties ? " ties" : "") +
                            (neg_inf ? " -inf" : "") + (all_equal ? " all-equal" : "");
   for (int b = 0; b < batch; ++b) {
-    const DraftTree t = build_ddtree_reference(tables[b].logp, tables[b].ids, depth, kk, budget,
-                                               roots[b]);
+    const DraftTree t =
+        build_ddtree_reference(tables[b].logp, tables[b].ids, depth, kk, budget, roots[b]);
     const int c = t.size();
     ASSERT_EQ(C[b], c) << what;
     const auto anc = ancestor_mask(t);
@@ -529,7 +569,8 @@ void run_ddtree(std::mt19937& rng, int batch, int depth, int kk, int budget, boo
         ASSERT_EQ((Q[(o0 + i) * W + j / 32] >> (j % 32)) & 1u, static_cast<uint32_t>(expect))
             << what << " packed " << i << "," << j;
       }
-      for (int j = n; j < W * 32; ++j) ASSERT_EQ((Q[(o0 + i) * W + j / 32] >> (j % 32)) & 1u, 0u);
+      for (int j = n; j < W * 32; ++j)
+        ASSERT_EQ((Q[(o0 + i) * W + j / 32] >> (j % 32)) & 1u, 0u);
     }
   }
 }
@@ -540,7 +581,8 @@ TEST(KernelsGpu, DdtreeBuildMatchesReferenceBitForBit) {
   for (int budget : {0, 1, 2, 7, 15, 16, 31, 32, 63, 64, 127, 255, 512, 1024})
     for (int depth : {1, 4, 16})
       for (int kk : {1, 2, 8, 32}) {
-        if (budget > 256 && (kk == 1 || depth == 1)) continue; // covered below
+        if (budget > 256 && (kk == 1 || depth == 1))
+          continue; // covered below
         run_ddtree(rng, 2, depth, kk, budget, rng() % 2 == 0, rng() % 3 == 0, false);
       }
   // Massive ties (every path of one depth ties), chains (k = 1), stars (depth 1), deep chains.
