@@ -231,8 +231,23 @@ std::string report_svg(const Report& report, PlotKind kind) {
                        X(p.x) - 5.5, Y(p.y) - 5.5, col, esc(p.cell->cell_id), p.y)
         << "\n";
     }
+  }
+
+  // Cells that did not complete: red crosses on the x axis, labels stacked where they would
+  // overlap (e.g. linear k8 at x=7 next to budget 8).
+  std::vector<std::pair<double, int>> placed; // label x, level
+  for (const auto& s : series)
     for (const auto* c : s.failed) {
-      const double cx = X(x_of(c->method)), cy = Y(0) - 9;
+      const double cx = X(x_of(c->method));
+      int level = 0;
+      for (bool clash = true; clash && level < 6;) {
+        clash = false;
+        for (const auto& [px, pl] : placed)
+          if (pl == level && std::abs(px - cx) < 62) clash = true;
+        if (clash) ++level;
+      }
+      placed.emplace_back(cx, level);
+      const double cy = Y(0) - 9;
       o << fmt::format(R"~(<path d="M{0:.1f},{1:.1f}l10,10M{0:.1f},{2:.1f}l10,-10" transform="translate(-5,-5)" stroke="#c00" stroke-width="2.5"><title>{3}: {4}</title></path>)~",
                        cx, cy, cy + 10, esc(c->cell_id),
                        esc(std::string(to_string(c->status)) +
@@ -242,10 +257,9 @@ std::string report_svg(const Report& report, PlotKind kind) {
                                   ? "b" + std::to_string(c->method.budget)
                                   : "k" + std::to_string(c->method.block);
       o << fmt::format(R"(<text x="{:.1f}" y="{:.1f}" font-size="10" fill="#c00" text-anchor="middle">{} {}</text>)",
-                       cx, cy - 9, tag, to_string(c->status))
+                       cx, cy - 9 - 12.0 * level, tag, to_string(c->status))
         << "\n";
     }
-  }
 
   // Legend.
   double ly = kTop + 8;

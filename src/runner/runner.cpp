@@ -479,6 +479,11 @@ CellResult SweepRun::run_cell(const Cell& c, const Phase& phase) {
     f.reason = reason;
     f.diagnosis = diagnosis;
     f.log_tail = join_lines(tail);
+    // Name the fatal log line (CUDA error, OOM, NCCL, ...) when the reason does not yet.
+    if (auto m = find_fatal_pattern(f.log_tail, default_fatal_patterns())) {
+      if (f.reason.find(m->line) == std::string::npos) f.reason += " [log: " + m->line + "]";
+      if (f.diagnosis.empty()) f.diagnosis = m->pattern.diagnosis;
+    }
     f.server_crashed = crashed;
     f.points_at_gpu = text_points_at_gpu(reason + "\n" + diagnosis + "\n" + f.log_tail);
     r.failure = f;
