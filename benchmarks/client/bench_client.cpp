@@ -3,7 +3,8 @@
 // per `step` ms. Reported per N: requests ok, client CPU time per token (what the client adds per
 // token when it is the bottleneck), and the measured inter-token latency against the pacing.
 //
-//   bench_client [--streams 64,256,512,1024] [--tokens 64] [--step-ms 20] [--api generate|completions]
+//   bench_client [--streams 64,256,512,1024] [--tokens 64] [--step-ms 20] [--api
+//   generate|completions]
 #include "specbench/client.hpp"
 #include "specbench/sim_server.hpp"
 
@@ -36,7 +37,8 @@ double thread_cpu_s() {
 void pin(int cpu_from, int cpu_to) {
   cpu_set_t set;
   CPU_ZERO(&set);
-  for (int c = cpu_from; c <= cpu_to; ++c) CPU_SET(c, &set);
+  for (int c = cpu_from; c <= cpu_to; ++c)
+    CPU_SET(c, &set);
   pthread_setaffinity_np(pthread_self(), sizeof set, &set);
 }
 
@@ -44,14 +46,17 @@ std::vector<int> parse_list(const char* s) {
   std::vector<int> v;
   for (const char* p = s; *p;) {
     v.push_back(std::atoi(p));
-    while (*p && *p != ',') ++p;
-    if (*p == ',') ++p;
+    while (*p && *p != ',')
+      ++p;
+    if (*p == ',')
+      ++p;
   }
   return v;
 }
 
 double percentile(std::vector<double> v, double q) {
-  if (v.empty()) return NAN;
+  if (v.empty())
+    return NAN;
   std::sort(v.begin(), v.end());
   return v[static_cast<size_t>(q * static_cast<double>(v.size() - 1))];
 }
@@ -60,7 +65,8 @@ std::string cpu_model() {
   std::ifstream f("/proc/cpuinfo");
   std::string line;
   while (std::getline(f, line))
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+    if (line.rfind("model name", 0) == 0)
+      return line.substr(line.find(':') + 2);
   return "?";
 }
 
@@ -72,15 +78,19 @@ int main(int argc, char** argv) {
   double step_ms = 20;
   ApiKind api = ApiKind::generate;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--streams")) streams = parse_list(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--tokens")) tokens = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--step-ms")) step_ms = std::atof(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--streams"))
+      streams = parse_list(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--tokens"))
+      tokens = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--step-ms"))
+      step_ms = std::atof(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--api"))
       api = std::strcmp(argv[i + 1], "completions") == 0 ? ApiKind::completions : ApiKind::generate;
   }
   const int ncpu = static_cast<int>(std::thread::hardware_concurrency());
   // Server threads (created from this thread) on CPUs 1..n-1; the client thread on CPU 0.
-  if (ncpu > 1) pin(1, ncpu - 1);
+  if (ncpu > 1)
+    pin(1, ncpu - 1);
   SimServerOptions so;
   so.port = 0;
   so.load_time_s = 0;
@@ -128,11 +138,14 @@ int main(int argc, char** argv) {
     int64_t toks = 0;
     std::vector<double> itls;
     for (const auto& r : result->records) {
-      if (r.output_tokens > 0) toks += r.output_tokens;
-      for (double x : r.itls_s) itls.push_back(x * 1000);
+      if (r.output_tokens > 0)
+        toks += r.output_tokens;
+      for (double x : r.itls_s)
+        itls.push_back(x * 1000);
     }
     double mean = 0;
-    for (double x : itls) mean += x;
+    for (double x : itls)
+      mean += x;
     mean = itls.empty() ? NAN : mean / static_cast<double>(itls.size());
     std::printf("%8d %6d %10.2f %12.0f %14.2f %12.2f %12.2f %12.2f\n", n, result->ok_count,
                 result->wall_s, static_cast<double>(toks) / result->wall_s,

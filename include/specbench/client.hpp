@@ -38,7 +38,7 @@ struct Prompt {
   std::string text;                  ///< prompt text (also the chat fallback)
   std::vector<int32_t> input_ids;    ///< exact token ids (synthetic prompts)
   std::vector<ChatMessage> messages; ///< chat conversation (datasets with "messages")
-  int tokens = 0;                    ///< known length in tokens (input_ids.size() or dataset), 0 = unknown
+  int tokens = 0; ///< known length in tokens (input_ids.size() or dataset), 0 = unknown
 };
 
 /// One request to send.
@@ -55,8 +55,8 @@ struct ClientOptions {
   std::string base_url = "http://127.0.0.1:30000"; ///< scheme://host:port, no trailing path
   Backend backend = Backend::sglang;
   ApiKind api = ApiKind::generate;
-  std::string model;          ///< OpenAI "model" field (ignored by /generate)
-  bool stream = true;         ///< streaming responses (SSE); needed for TTFT and ITL
+  std::string model;                 ///< OpenAI "model" field (ignored by /generate)
+  bool stream = true;                ///< streaming responses (SSE); needed for TTFT and ITL
   double connect_timeout_s = 10;     ///< TCP connect
   double first_byte_timeout_s = 300; ///< request sent -> first response byte
   double request_timeout_s = 600;    ///< whole request
@@ -89,40 +89,44 @@ const char* to_string(ErrorKind kind) noexcept;
 /// Speculative-decoding figures the server reported for one request (all optional, since names
 /// and presence differ across servers and versions).
 struct ServerSpecFigures {
-  std::optional<int64_t> verify_steps;         ///< SGLang meta_info.spec_verify_ct
-  std::optional<double> accept_length;         ///< SGLang spec_accept_length
-  std::optional<double> accept_rate;           ///< SGLang spec_accept_rate
-  std::optional<int64_t> correct_drafts;       ///< spec_num_correct_drafts / spec_accepted_drafts / spec_accept_token_num
-  std::optional<int64_t> proposed_drafts;      ///< spec_num_proposed_drafts / spec_proposed_drafts / spec_draft_token_num
-  std::vector<int64_t> accept_histogram;       ///< spec_correct_drafts_histogram / spec_accept_histogram
-  std::optional<int64_t> draft_n;              ///< llama.cpp timings.draft_n
-  std::optional<int64_t> draft_n_accepted;     ///< llama.cpp timings.draft_n_accepted / draft_accepted_n
+  std::optional<int64_t> verify_steps; ///< SGLang meta_info.spec_verify_ct
+  std::optional<double> accept_length; ///< SGLang spec_accept_length
+  std::optional<double> accept_rate;   ///< SGLang spec_accept_rate
+  std::optional<int64_t>
+      correct_drafts; ///< spec_num_correct_drafts / spec_accepted_drafts / spec_accept_token_num
+  std::optional<int64_t>
+      proposed_drafts; ///< spec_num_proposed_drafts / spec_proposed_drafts / spec_draft_token_num
+  std::vector<int64_t> accept_histogram; ///< spec_correct_drafts_histogram / spec_accept_histogram
+  std::optional<int64_t> draft_n;        ///< llama.cpp timings.draft_n
+  std::optional<int64_t>
+      draft_n_accepted; ///< llama.cpp timings.draft_n_accepted / draft_accepted_n
 };
 
 /// What happened to one request.
 struct RequestRecord {
-  int index = 0;            ///< position in the request list of its run
-  int run = 0;              ///< measured run number (0-based); -1 for warmup
-  bool ok = false;          ///< a complete, well-formed 2xx answer
+  int index = 0;   ///< position in the request list of its run
+  int run = 0;     ///< measured run number (0-based); -1 for warmup
+  bool ok = false; ///< a complete, well-formed 2xx answer
   ErrorKind error = ErrorKind::none;
-  int http_status = 0;      ///< 0 = no HTTP answer
-  std::string error_message; ///< one line for humans
-  std::string body_excerpt; ///< start of the body of a failed request
+  int http_status = 0;           ///< 0 = no HTTP answer
+  std::string error_message;     ///< one line for humans
+  std::string body_excerpt;      ///< start of the body of a failed request
   bool context_overflow = false; ///< the server rejected the prompt as too long for its context
 
-  double start_s = 0;       ///< send time, seconds since the run started
-  double ttft_s = -1;       ///< first generated token (first non-empty chunk), -1 = none
-  double e2e_s = -1;        ///< whole request, -1 = did not finish
+  double start_s = 0; ///< send time, seconds since the run started
+  double ttft_s = -1; ///< first generated token (first non-empty chunk), -1 = none
+  double e2e_s = -1;  ///< whole request, -1 = did not finish
   /// Gap before each later chunk that carried new tokens; a chunk carrying k tokens counts once
   /// (speculative servers emit several tokens per step).
   std::vector<double> itls_s;
-  std::vector<int> chunk_tokens; ///< new tokens per content chunk (same order; first chunk included)
+  std::vector<int>
+      chunk_tokens; ///< new tokens per content chunk (same order; first chunk included)
 
-  int prompt_tokens = -1;   ///< server-reported (meta_info / usage / timings), -1 = unknown
-  int output_tokens = -1;   ///< server-reported completion tokens (else counted chunks), -1 = unknown
+  int prompt_tokens = -1; ///< server-reported (meta_info / usage / timings), -1 = unknown
+  int output_tokens = -1; ///< server-reported completion tokens (else counted chunks), -1 = unknown
   std::string finish_reason; ///< "length", "stop", ... as reported
-  int64_t bytes = 0;        ///< response bytes received
-  ServerSpecFigures spec;   ///< what the server reported for speculative decoding
+  int64_t bytes = 0;         ///< response bytes received
+  ServerSpecFigures spec;    ///< what the server reported for speculative decoding
 
   /// Verify steps (SGLang spec_verify_ct), -1 when not reported.
   int64_t verify_steps() const noexcept { return spec.verify_steps.value_or(-1); }
@@ -132,13 +136,13 @@ struct RequestRecord {
 
 /// Aggregate acceptance over a set of records.
 struct AcceptanceSummary {
-  int requests = 0;               ///< records with output tokens and verify steps
-  int64_t output_tokens = 0;      ///< their summed output tokens
-  int64_t verify_steps = 0;       ///< their summed verify steps
-  double acceptance_length = -1;  ///< sum output / sum verify (verify-weighted), -1 = none
+  int requests = 0;              ///< records with output tokens and verify steps
+  int64_t output_tokens = 0;     ///< their summed output tokens
+  int64_t verify_steps = 0;      ///< their summed verify steps
+  double acceptance_length = -1; ///< sum output / sum verify (verify-weighted), -1 = none
   /// (sum output - requests) / sum verify: without the first token, which comes from prefill.
   double acceptance_length_unbiased = -1;
-  double mean_per_request = -1;   ///< mean of per-request output/verify
+  double mean_per_request = -1; ///< mean of per-request output/verify
 };
 /// Sums the successful records that report verify steps.
 AcceptanceSummary summarize_acceptance(const std::vector<RequestRecord>& records);
@@ -158,7 +162,7 @@ using ProgressCallback = std::function<void(const ClientProgress&)>;
 
 /// One run: requests at a fixed concurrency.
 struct RunResult {
-  int run = 0;                        ///< -1 = warmup
+  int run = 0; ///< -1 = warmup
   int concurrency = 1;
   std::vector<RequestRecord> records; ///< one per request, in request order
   double wall_s = 0;                  ///< first send to last completion
@@ -169,9 +173,9 @@ struct RunResult {
 
 /// A workload's warmup and measured runs.
 struct WorkloadResult {
-  RunResult warmup;              ///< warmup requests (not measured)
-  std::vector<RunResult> runs;   ///< Workload::runs measured runs
-  std::string aborted;           ///< non-empty when the workload was aborted: the reason
+  RunResult warmup;            ///< warmup requests (not measured)
+  std::vector<RunResult> runs; ///< Workload::runs measured runs
+  std::string aborted;         ///< non-empty when the workload was aborted: the reason
 };
 
 /// The measuring client. One object per server; run() may be called repeatedly, not
@@ -196,7 +200,8 @@ public:
   /// at Workload::concurrency. Prompts are taken in order, cycling: warmup from index 0, run r
   /// from warmup + r * requests; so make_prompts(workload, warmup + runs * requests) gives every
   /// request a prompt of its own (no prefix-cache hits between runs). Stops early after abort().
-  Expected<WorkloadResult> run_workload(const Workload& workload, const std::vector<Prompt>& prompts,
+  Expected<WorkloadResult> run_workload(const Workload& workload,
+                                        const std::vector<Prompt>& prompts,
                                         const ProgressCallback& progress = {});
 
   /// One request, synchronously (the readiness probe and tests use it).

@@ -68,41 +68,41 @@ const std::vector<FatalPattern>& default_fatal_patterns();
 /// A fatal pattern found in a log, with the line it was found in.
 struct FatalMatch {
   FatalPattern pattern;
-  std::string line;   ///< the whole log line
+  std::string line;    ///< the whole log line
   int line_number = 0; ///< 1-based in the text scanned
 };
 
 /// First line of `log_text` that matches one of `patterns` (case-insensitive substring).
 std::optional<FatalMatch> find_fatal_pattern(std::string_view log_text,
-                                            const std::vector<FatalPattern>& patterns);
+                                             const std::vector<FatalPattern>& patterns);
 
 /// How to decide that a server is ready.
 struct ReadinessOptions {
-  double timeout_s = 600;          ///< total wait
-  double poll_interval_s = 0.25;   ///< between /health polls and log scans
-  double probe_timeout_s = 30;     ///< per HTTP probe (health, one-token generation)
+  double timeout_s = 600;        ///< total wait
+  double poll_interval_s = 0.25; ///< between /health polls and log scans
+  double probe_timeout_s = 30;   ///< per HTTP probe (health, one-token generation)
   std::string health_path = "/health";
   /// After /health is 200, send a one-token generation and require a 2xx answer. The request
   /// matches `api`: SGLang /generate with input_ids [0], or /v1/completions, /v1/chat/completions.
   bool probe_generation = true;
   ApiKind api = ApiKind::generate;
-  std::string model;               ///< OpenAI "model" field for the probe
+  std::string model; ///< OpenAI "model" field for the probe
   /// Fatal patterns; default_fatal_patterns() when empty.
   std::vector<FatalPattern> fatal_patterns;
-  size_t log_tail_lines = 40;      ///< lines of log attached to the outcome
+  size_t log_tail_lines = 40; ///< lines of log attached to the outcome
 };
 
 /// The outcome of a readiness wait.
 struct Readiness {
   ReadinessOutcome outcome = ReadinessOutcome::not_started;
-  std::string reason;                  ///< one line for humans
-  std::optional<FatalMatch> fatal;     ///< set for fatal_log (and when a dead server's log had one)
-  std::optional<int> exit_code;        ///< set when the process exited normally
-  std::optional<int> term_signal;      ///< set when the process was killed by a signal
-  int last_health_status = 0;          ///< last /health HTTP status, 0 = no answer
-  std::string last_probe_error;        ///< why the last health/generation probe failed
-  std::vector<std::string> log_tail;   ///< the last lines of the server log
-  double waited_s = 0;                 ///< how long the wait took
+  std::string reason;                ///< one line for humans
+  std::optional<FatalMatch> fatal;   ///< set for fatal_log (and when a dead server's log had one)
+  std::optional<int> exit_code;      ///< set when the process exited normally
+  std::optional<int> term_signal;    ///< set when the process was killed by a signal
+  int last_health_status = 0;        ///< last /health HTTP status, 0 = no answer
+  std::string last_probe_error;      ///< why the last health/generation probe failed
+  std::vector<std::string> log_tail; ///< the last lines of the server log
+  double waited_s = 0;               ///< how long the wait took
 
   /// True when the server is ready.
   bool ok() const noexcept { return outcome == ReadinessOutcome::ready; }
@@ -199,8 +199,8 @@ struct WatchdogEvent {
 
 /// What the watchdog checks and how often.
 struct WatchdogOptions {
-  double interval_s = 0.5;        ///< between checks
-  double hang_timeout_s = 60;     ///< /health failing this long = hang; <= 0 disables the probe
+  double interval_s = 0.5;    ///< between checks
+  double hang_timeout_s = 60; ///< /health failing this long = hang; <= 0 disables the probe
   double health_probe_timeout_s = 5;
   std::string health_path = "/health";
   /// A counter that grows while work progresses (e.g. bytes or tokens the client received);

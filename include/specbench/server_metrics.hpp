@@ -37,14 +37,14 @@ struct ServerSnapshot {
   std::string metrics_error;             ///< why not
   std::vector<PrometheusSample> samples; ///< all samples of /metrics
 
-  bool server_info_ok = false;           ///< /server_info (or /get_server_info) answered 200 JSON
-  std::string server_info_error;         ///< why not
+  bool server_info_ok = false;   ///< /server_info (or /get_server_info) answered 200 JSON
+  std::string server_info_error; ///< why not
   /// internal_states[i].avg_spec_accept_length per DP rank (nullopt where absent or null).
   std::vector<std::optional<double>> avg_spec_accept_length;
-  std::string model_path;                ///< server_info model_path when given
-  std::string server_version;            ///< server_info version when given
-  bool synthetic_model = false;          ///< the server says its model is synthetic (sim-server)
-  std::string synthetic_note;            ///< its own words about that
+  std::string model_path;       ///< server_info model_path when given
+  std::string server_version;   ///< server_info version when given
+  bool synthetic_model = false; ///< the server says its model is synthetic (sim-server)
+  std::string synthetic_note;   ///< its own words about that
 
   /// The first sample with this name (and these labels, when given), if any.
   std::optional<double> value(const std::string& name,
@@ -65,19 +65,20 @@ ServerSnapshot scrape_server(const ScrapeOptions& options);
 
 /// Server-side speculative figures for the interval between two snapshots.
 struct ServerDelta {
-  double interval_s = 0;                      ///< after.taken_at_s - before.taken_at_s
-  std::map<std::string, double> counter_deltas; ///< key() -> after - before, for names ending "_total"
-  std::map<std::string, double> gauges_after;   ///< key() -> value after, for other names
+  double interval_s = 0; ///< after.taken_at_s - before.taken_at_s
+  std::map<std::string, double>
+      counter_deltas; ///< key() -> after - before, for names ending "_total"
+  std::map<std::string, double> gauges_after; ///< key() -> value after, for other names
   /// Acceptance length from counters, bonus token included, with where it came from:
   /// vLLM / llama.cpp: 1 + delta accepted / delta drafts; sim-server/SGLang-style counters:
   /// delta accepted tokens / delta verify steps. -1 when no counters were found.
   double acceptance_length = -1;
-  std::string acceptance_source;               ///< e.g. "vllm:spec_decode_* counter deltas"
-  double draft_acceptance_rate = -1;           ///< delta accepted / delta draft tokens, -1 = n/a
+  std::string acceptance_source;     ///< e.g. "vllm:spec_decode_* counter deltas"
+  double draft_acceptance_rate = -1; ///< delta accepted / delta draft tokens, -1 = n/a
   /// SGLang's internal_states[0].avg_spec_accept_length after the run (server-cumulative since
   /// start or the last /flush_cache; lags up to 40 decode steps), -1 when absent.
   double sglang_avg_spec_accept_length_after = -1;
-  std::vector<std::string> notes;              ///< caveats worth printing
+  std::vector<std::string> notes; ///< caveats worth printing
 };
 
 /// Differences two snapshots (counters that went down, e.g. after a restart, are noted and

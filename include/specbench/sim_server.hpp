@@ -27,9 +27,9 @@ namespace specbench {
 
 /// The synthetic language model pair.
 struct SyntheticModelOptions {
-  int vocab = 256;          ///< vocabulary size (token ids 0..vocab-1; prompt ids are taken mod vocab)
-  double agreement = 0.75;  ///< 1 = the drafter equals the target; lower = noisier drafts
-  double sharpness = 8.0;   ///< target logit scale (Gumbel scale sharpness/4 x [0.5,1.5) per context)
+  int vocab = 256; ///< vocabulary size (token ids 0..vocab-1; prompt ids are taken mod vocab)
+  double agreement = 0.75; ///< 1 = the drafter equals the target; lower = noisier drafts
+  double sharpness = 8.0; ///< target logit scale (Gumbel scale sharpness/4 x [0.5,1.5) per context)
   double depth_decay = 0.15; ///< draft noise grows by this fraction per draft position
   uint64_t seed = 0x5eedULL; ///< the "weights"
 };
@@ -60,18 +60,18 @@ private:
 /// Which decoding the simulated server performs.
 struct SimDecodeConfig {
   MethodKind kind = MethodKind::autoregressive;
-  int block = 16;  ///< draft tokens per block incl. the root (SGLang --speculative-num-draft-tokens)
-  int budget = 0;  ///< DDTree node budget (tree only)
+  int block = 16; ///< draft tokens per block incl. the root (SGLang --speculative-num-draft-tokens)
+  int budget = 0; ///< DDTree node budget (tree only)
 };
 
 /// One request decoded start to end, with its step-by-step acceptance.
 struct SimGeneration {
-  std::vector<int32_t> output;        ///< generated ids (first from prefill)
-  std::vector<int> accept_lengths;    ///< per verify step: accepted drafts + bonus (after truncation)
-  int64_t verify_steps = 0;           ///< target verify passes after prefill (0 for autoregressive)
-  int64_t correct_drafts = 0;         ///< accepted draft tokens
-  int64_t proposed_drafts = 0;        ///< (block-1) per chain step, budget per tree step
-  std::vector<int64_t> histogram;     ///< index = accepted drafts in a step, value = steps
+  std::vector<int32_t> output;     ///< generated ids (first from prefill)
+  std::vector<int> accept_lengths; ///< per verify step: accepted drafts + bonus (after truncation)
+  int64_t verify_steps = 0;        ///< target verify passes after prefill (0 for autoregressive)
+  int64_t correct_drafts = 0;      ///< accepted draft tokens
+  int64_t proposed_drafts = 0;     ///< (block-1) per chain step, budget per tree step
+  std::vector<int64_t> histogram;  ///< index = accepted drafts in a step, value = steps
 };
 
 /// Per-request decoding state: one call of step() is one target forward pass (prefill first).
@@ -112,16 +112,16 @@ SimGeneration simulate_generation(const SyntheticModel& model, const SimDecodeCo
 /// Faults the simulated server can act out on request.
 enum class SimFault {
   none,
-  fail_start,   ///< logs "Failed to get device capability: CUDA unknown error", exits 1
-  oom_start,    ///< logs a CUDA out-of-memory error, exits 1
-  exit_start,   ///< exits 3 without a recognisable message
-  nccl_error,   ///< logs an NCCL error and stays up answering 503 (a fatal log line, alive)
-  crash_after,  ///< after N generation requests, logs an illegal instruction and dies mid-request
-  hang,         ///< accepts connections but never answers anything
-  hang_after,   ///< after N generation requests, stops answering anything (incl. /health)
-  unavailable,  ///< /health answers 503 forever
+  fail_start,     ///< logs "Failed to get device capability: CUDA unknown error", exits 1
+  oom_start,      ///< logs a CUDA out-of-memory error, exits 1
+  exit_start,     ///< exits 3 without a recognisable message
+  nccl_error,     ///< logs an NCCL error and stays up answering 503 (a fatal log line, alive)
+  crash_after,    ///< after N generation requests, logs an illegal instruction and dies mid-request
+  hang,           ///< accepts connections but never answers anything
+  hang_after,     ///< after N generation requests, stops answering anything (incl. /health)
+  unavailable,    ///< /health answers 503 forever
   malformed_json, ///< generation answers are 200 with broken JSON / SSE
-  trickle,      ///< generation answers dribble out a byte at a time, slowly
+  trickle,        ///< generation answers dribble out a byte at a time, slowly
   wrong_content_length, ///< generation answers claim more bytes than they send, then close
 };
 /// Stable name as on the command line, e.g. "crash-after".
@@ -137,25 +137,25 @@ Expected<SimFaultSpec> parse_sim_fault(std::string_view text);
 
 /// Everything the simulated server is configured with (the sim-server flags).
 struct SimServerOptions {
-  std::string host = "127.0.0.1";  ///< loopback only is recommended
-  int port = 30000;                ///< 0 = any free port (see SimServer::port())
-  int tp_size = 1;                 ///< reported only (the model is synthetic)
+  std::string host = "127.0.0.1";                 ///< loopback only is recommended
+  int port = 30000;                               ///< 0 = any free port (see SimServer::port())
+  int tp_size = 1;                                ///< reported only (the model is synthetic)
   std::string model_path = "synthetic/sim-model"; ///< reported only
-  int context_length = 32768;      ///< prompt + max_new_tokens beyond this -> 400
-  SimDecodeConfig decode;          ///< from --speculative-algorithm etc.
-  std::string algorithm_name;      ///< "", "DFLASH" or "DDTREE" as given
+  int context_length = 32768;                     ///< prompt + max_new_tokens beyond this -> 400
+  SimDecodeConfig decode;                         ///< from --speculative-algorithm etc.
+  std::string algorithm_name;                     ///< "", "DFLASH" or "DDTREE" as given
   SyntheticModelOptions model;
   // Simulated costs (microseconds), slept per batched forward pass.
-  double target_fixed_us = 2000;     ///< per target forward pass
-  double target_per_token_us = 20;   ///< per token verified in that pass (all requests of the batch)
-  double draft_fixed_us = 400;       ///< per drafter pass (speculative only)
-  double draft_per_token_us = 10;    ///< per draft position per request
-  double prefill_per_token_us = 1;   ///< per prompt token at prefill
-  double load_time_s = 0.5;          ///< /health answers 503 this long after start ("loading")
-  int max_running_requests = 1024;   ///< batch size cap; more requests wait
+  double target_fixed_us = 2000;   ///< per target forward pass
+  double target_per_token_us = 20; ///< per token verified in that pass (all requests of the batch)
+  double draft_fixed_us = 400;     ///< per drafter pass (speculative only)
+  double draft_per_token_us = 10;  ///< per draft position per request
+  double prefill_per_token_us = 1; ///< per prompt token at prefill
+  double load_time_s = 0.5;        ///< /health answers 503 this long after start ("loading")
+  int max_running_requests = 1024; ///< batch size cap; more requests wait
   SimFaultSpec fault;
-  double trickle_interval_ms = 50;   ///< gap between bytes for the trickle fault
-  int decode_log_interval = 40;      ///< like SGLang: fold spec counters into server_info every N steps
+  double trickle_interval_ms = 50; ///< gap between bytes for the trickle fault
+  int decode_log_interval = 40; ///< like SGLang: fold spec counters into server_info every N steps
   /// crash-after: true = the process dies (std::_Exit) like a crashed server; false (in-process
   /// tests) = every connection is cut and the server stops answering, the process lives on.
   bool crash_exits_process = true;
@@ -171,8 +171,8 @@ struct SimServerStats {
   int64_t accepted_tokens = 0;     ///< accepted drafts + bonus over those passes
   int64_t correct_drafts = 0;
   int64_t proposed_drafts = 0;
-  int64_t forward_passes = 0;      ///< batched target passes (prefill + decode)
-  double simulated_busy_s = 0;     ///< summed slept cost
+  int64_t forward_passes = 0;  ///< batched target passes (prefill + decode)
+  double simulated_busy_s = 0; ///< summed slept cost
 };
 
 /// The simulated server: an HTTP/1.1 server (a thread per connection) and a batching scheduler

@@ -30,7 +30,8 @@ int run_sim_server(SimArgs& a, const std::vector<std::string>& extras) {
   }
   a.o.fault = *fault;
   std::string algo;
-  for (char c : a.algorithm) algo += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (char c : a.algorithm)
+    algo += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   a.o.algorithm_name = algo;
   if (algo.empty() || algo == "NONE") {
     a.o.algorithm_name.clear();
@@ -65,8 +66,10 @@ int run_sim_server(SimArgs& a, const std::vector<std::string>& extras) {
   server.set_echo_log(!a.quiet);
   if (!extras.empty()) {
     std::string list;
-    for (const auto& e : extras) list += " " + e;
-    std::fprintf(stderr, "sim-server: ignoring server flags it does not simulate:%s\n", list.c_str());
+    for (const auto& e : extras)
+      list += " " + e;
+    std::fprintf(stderr, "sim-server: ignoring server flags it does not simulate:%s\n",
+                 list.c_str());
   }
   if (Status st = server.start(); !st) {
     std::fflush(stderr);
@@ -92,11 +95,14 @@ const Registrar reg{Command{
       auto& o = args->o;
       sub->add_option("--host", o.host, "listen address")->capture_default_str();
       sub->add_option("--port", o.port, "listen port (0 = any free port)")->capture_default_str();
-      sub->add_option("--tp-size,--tp", o.tp_size, "reported tensor parallelism")->capture_default_str();
-      sub->add_option("--model-path,--model", o.model_path, "reported model name")->capture_default_str();
+      sub->add_option("--tp-size,--tp", o.tp_size, "reported tensor parallelism")
+          ->capture_default_str();
+      sub->add_option("--model-path,--model", o.model_path, "reported model name")
+          ->capture_default_str();
       sub->add_option("--context-length", o.context_length, "context length in tokens")
           ->capture_default_str();
-      sub->add_option("--speculative-algorithm", args->algorithm, "DFLASH (chain) or DDTREE (tree)");
+      sub->add_option("--speculative-algorithm", args->algorithm,
+                      "DFLASH (chain) or DDTREE (tree)");
       sub->add_option("--speculative-num-draft-tokens", args->num_draft_tokens,
                       "drafter block size K incl. the root (chain verifies K tokens)")
           ->capture_default_str();
@@ -104,12 +110,14 @@ const Registrar reg{Command{
       sub->add_option("--vocab", o.model.vocab, "synthetic vocabulary size")->capture_default_str();
       sub->add_option("--agreement", o.model.agreement, "draft/target agreement in [0,1]")
           ->capture_default_str();
-      sub->add_option("--sharpness", o.model.sharpness, "target logit scale")->capture_default_str();
+      sub->add_option("--sharpness", o.model.sharpness, "target logit scale")
+          ->capture_default_str();
       sub->add_option("--model-seed", o.model.seed, "seed of the synthetic weights");
       sub->add_option("--cost-fixed-us", o.target_fixed_us, "per target forward pass")
           ->capture_default_str();
       sub->add_option("--cost-per-token-us", o.target_per_token_us,
-                      "per token verified in a target pass")->capture_default_str();
+                      "per token verified in a target pass")
+          ->capture_default_str();
       sub->add_option("--cost-draft-fixed-us", o.draft_fixed_us, "per drafter pass")
           ->capture_default_str();
       sub->add_option("--cost-draft-per-token-us", o.draft_per_token_us, "per draft position")

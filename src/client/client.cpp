@@ -27,25 +27,31 @@ double secs(Clock::time_point a, Clock::time_point b) {
 std::string excerpt(std::string_view s, size_t n) {
   std::string e(s.substr(0, n));
   for (char& c : e)
-    if (c == '\n' || c == '\r') c = ' ';
+    if (c == '\n' || c == '\r')
+      c = ' ';
   return e;
 }
 
-bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+bool starts_with(std::string_view s, std::string_view p) {
+  return s.substr(0, p.size()) == p;
+}
 
 std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (char& c : s)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
 }
 
 std::optional<int64_t> get_int(const json& o, const char* key) {
   auto it = o.find(key);
-  if (it == o.end() || !it->is_number()) return std::nullopt;
+  if (it == o.end() || !it->is_number())
+    return std::nullopt;
   return static_cast<int64_t>(it->get<double>());
 }
 std::optional<double> get_num(const json& o, const char* key) {
   auto it = o.find(key);
-  if (it == o.end() || !it->is_number()) return std::nullopt;
+  if (it == o.end() || !it->is_number())
+    return std::nullopt;
   return it->get<double>();
 }
 template <class... K> std::optional<int64_t> first_int(const json& o, K... keys) {
@@ -56,26 +62,36 @@ template <class... K> std::optional<int64_t> first_int(const json& o, K... keys)
 
 // Reads SGLang meta_info: token counts and the speculative fields under any of their names.
 void absorb_meta_info(const json& m, RequestRecord& r) {
-  if (auto v = get_int(m, "prompt_tokens")) r.prompt_tokens = static_cast<int>(*v);
-  if (auto v = get_int(m, "completion_tokens")) r.output_tokens = static_cast<int>(*v);
+  if (auto v = get_int(m, "prompt_tokens"))
+    r.prompt_tokens = static_cast<int>(*v);
+  if (auto v = get_int(m, "completion_tokens"))
+    r.output_tokens = static_cast<int>(*v);
   if (auto fr = m.find("finish_reason"); fr != m.end() && !fr->is_null()) {
-    if (fr->is_object()) r.finish_reason = fr->value("type", std::string("?"));
-    else if (fr->is_string()) r.finish_reason = fr->get<std::string>();
+    if (fr->is_object())
+      r.finish_reason = fr->value("type", std::string("?"));
+    else if (fr->is_string())
+      r.finish_reason = fr->get<std::string>();
   }
   auto& s = r.spec;
-  if (auto v = get_int(m, "spec_verify_ct")) s.verify_steps = v;
-  if (auto v = get_num(m, "spec_accept_length")) s.accept_length = v;
-  if (auto v = get_num(m, "spec_accept_rate")) s.accept_rate = v;
-  if (auto v = first_int(m, "spec_num_correct_drafts", "spec_accepted_drafts", "spec_accept_token_num"))
+  if (auto v = get_int(m, "spec_verify_ct"))
+    s.verify_steps = v;
+  if (auto v = get_num(m, "spec_accept_length"))
+    s.accept_length = v;
+  if (auto v = get_num(m, "spec_accept_rate"))
+    s.accept_rate = v;
+  if (auto v =
+          first_int(m, "spec_num_correct_drafts", "spec_accepted_drafts", "spec_accept_token_num"))
     s.correct_drafts = v;
-  if (auto v = first_int(m, "spec_num_proposed_drafts", "spec_proposed_drafts", "spec_draft_token_num"))
+  if (auto v =
+          first_int(m, "spec_num_proposed_drafts", "spec_proposed_drafts", "spec_draft_token_num"))
     s.proposed_drafts = v;
   for (const char* key : {"spec_correct_drafts_histogram", "spec_accept_histogram"}) {
     auto it = m.find(key);
     if (it != m.end() && it->is_array()) {
       s.accept_histogram.clear();
       for (const auto& x : *it)
-        if (x.is_number()) s.accept_histogram.push_back(static_cast<int64_t>(x.get<double>()));
+        if (x.is_number())
+          s.accept_histogram.push_back(static_cast<int64_t>(x.get<double>()));
       break;
     }
   }
@@ -84,16 +100,22 @@ void absorb_meta_info(const json& m, RequestRecord& r) {
 // OpenAI usage + llama.cpp timings.
 void absorb_openai_extras(const json& j, RequestRecord& r) {
   if (auto u = j.find("usage"); u != j.end() && u->is_object()) {
-    if (auto v = get_int(*u, "prompt_tokens")) r.prompt_tokens = static_cast<int>(*v);
-    if (auto v = get_int(*u, "completion_tokens")) r.output_tokens = static_cast<int>(*v);
+    if (auto v = get_int(*u, "prompt_tokens"))
+      r.prompt_tokens = static_cast<int>(*v);
+    if (auto v = get_int(*u, "completion_tokens"))
+      r.output_tokens = static_cast<int>(*v);
   }
   if (auto t = j.find("timings"); t != j.end() && t->is_object()) {
-    if (auto v = get_int(*t, "draft_n")) r.spec.draft_n = v;
-    if (auto v = first_int(*t, "draft_n_accepted", "draft_accepted_n")) r.spec.draft_n_accepted = v;
+    if (auto v = get_int(*t, "draft_n"))
+      r.spec.draft_n = v;
+    if (auto v = first_int(*t, "draft_n_accepted", "draft_accepted_n"))
+      r.spec.draft_n_accepted = v;
     if (r.prompt_tokens < 0)
-      if (auto v = get_int(*t, "prompt_n")) r.prompt_tokens = static_cast<int>(*v);
+      if (auto v = get_int(*t, "prompt_n"))
+        r.prompt_tokens = static_cast<int>(*v);
     if (r.output_tokens < 0)
-      if (auto v = get_int(*t, "predicted_n")) r.output_tokens = static_cast<int>(*v);
+      if (auto v = get_int(*t, "predicted_n"))
+        r.output_tokens = static_cast<int>(*v);
   }
 }
 
@@ -101,12 +123,14 @@ std::string error_message_of(const std::string& body) {
   json j = json::parse(body, nullptr, false);
   if (j.is_object()) {
     if (auto e = j.find("error"); e != j.end()) {
-      if (e->is_string()) return e->get<std::string>();
+      if (e->is_string())
+        return e->get<std::string>();
       if (e->is_object() && e->contains("message") && (*e)["message"].is_string())
         return (*e)["message"].get<std::string>();
     }
     for (const char* k : {"message", "detail"})
-      if (j.contains(k) && j[k].is_string()) return j[k].get<std::string>();
+      if (j.contains(k) && j[k].is_string())
+        return j[k].get<std::string>();
   }
   return excerpt(body, 200);
 }
@@ -115,24 +139,37 @@ std::string error_message_of(const std::string& body) {
 
 const char* to_string(ErrorKind kind) noexcept {
   switch (kind) {
-  case ErrorKind::none: return "none";
-  case ErrorKind::connect: return "connect";
-  case ErrorKind::timeout_connect: return "timeout_connect";
-  case ErrorKind::timeout_first_byte: return "timeout_first_byte";
-  case ErrorKind::timeout_total: return "timeout_total";
-  case ErrorKind::http_status: return "http_status";
-  case ErrorKind::context_overflow: return "context_overflow";
-  case ErrorKind::malformed: return "malformed";
-  case ErrorKind::body_too_large: return "body_too_large";
-  case ErrorKind::transport: return "transport";
-  case ErrorKind::incomplete: return "incomplete";
-  case ErrorKind::aborted: return "aborted";
+  case ErrorKind::none:
+    return "none";
+  case ErrorKind::connect:
+    return "connect";
+  case ErrorKind::timeout_connect:
+    return "timeout_connect";
+  case ErrorKind::timeout_first_byte:
+    return "timeout_first_byte";
+  case ErrorKind::timeout_total:
+    return "timeout_total";
+  case ErrorKind::http_status:
+    return "http_status";
+  case ErrorKind::context_overflow:
+    return "context_overflow";
+  case ErrorKind::malformed:
+    return "malformed";
+  case ErrorKind::body_too_large:
+    return "body_too_large";
+  case ErrorKind::transport:
+    return "transport";
+  case ErrorKind::incomplete:
+    return "incomplete";
+  case ErrorKind::aborted:
+    return "aborted";
   }
   return "?";
 }
 
 double RequestRecord::acceptance_length() const noexcept {
-  if (!spec.verify_steps || *spec.verify_steps <= 0 || output_tokens < 0) return -1;
+  if (!spec.verify_steps || *spec.verify_steps <= 0 || output_tokens < 0)
+    return -1;
   return static_cast<double>(output_tokens) / static_cast<double>(*spec.verify_steps);
 }
 
@@ -140,7 +177,8 @@ AcceptanceSummary summarize_acceptance(const std::vector<RequestRecord>& records
   AcceptanceSummary s;
   double sum_ratio = 0;
   for (const auto& r : records) {
-    if (!r.ok || r.output_tokens < 0 || r.verify_steps() <= 0) continue;
+    if (!r.ok || r.output_tokens < 0 || r.verify_steps() <= 0)
+      continue;
     ++s.requests;
     s.output_tokens += r.output_tokens;
     s.verify_steps += r.verify_steps();
@@ -148,7 +186,8 @@ AcceptanceSummary summarize_acceptance(const std::vector<RequestRecord>& records
   }
   if (s.verify_steps > 0) {
     s.acceptance_length = static_cast<double>(s.output_tokens) / s.verify_steps;
-    s.acceptance_length_unbiased = static_cast<double>(s.output_tokens - s.requests) / s.verify_steps;
+    s.acceptance_length_unbiased =
+        static_cast<double>(s.output_tokens - s.requests) / s.verify_steps;
     s.mean_per_request = sum_ratio / s.requests;
   }
   return s;
@@ -168,7 +207,8 @@ bool is_context_overflow_message(int http_status, const std::string& body) {
       "exceeds max_model_len",                      // vLLM wording in some versions
   };
   for (const char* n : needles)
-    if (b.find(n) != std::string::npos) return true;
+    if (b.find(n) != std::string::npos)
+      return true;
   return false;
 }
 
@@ -198,33 +238,41 @@ struct Transfer {
   char errbuf[CURL_ERROR_SIZE] = {0};
 
   void set_fail(ErrorKind k, std::string msg) {
-    if (fail != ErrorKind::none) return;
+    if (fail != ErrorKind::none)
+      return;
     fail = k;
     fail_msg = std::move(msg);
   }
 
   void on_tokens(int k, Clock::time_point now) {
-    if (k <= 0) return;
-    if (rec.ttft_s < 0) rec.ttft_s = secs(t_start, now);
-    else rec.itls_s.push_back(secs(t_last_token, now));
+    if (k <= 0)
+      return;
+    if (rec.ttft_s < 0)
+      rec.ttft_s = secs(t_start, now);
+    else
+      rec.itls_s.push_back(secs(t_last_token, now));
     rec.chunk_tokens.push_back(k);
     t_last_token = now;
-    if (live_tokens) *live_tokens += k;
+    if (live_tokens)
+      *live_tokens += k;
   }
 
   // An "error" object inside a 200 stream or body (SGLang reports aborts this way).
   bool absorb_error_object(const json& j) {
     auto e = j.find("error");
-    if (e == j.end() || e->is_null()) return false;
+    if (e == j.end() || e->is_null())
+      return false;
     std::string msg = e->is_string() ? e->get<std::string>()
                       : e->is_object() && e->contains("message") && (*e)["message"].is_string()
                           ? (*e)["message"].get<std::string>()
                           : e->dump();
     int code = 0;
     if (e->is_object())
-      if (auto c = get_int(*e, "code")) code = static_cast<int>(*c);
+      if (auto c = get_int(*e, "code"))
+        code = static_cast<int>(*c);
     rec.context_overflow = is_context_overflow_message(code ? code : 400, msg);
-    if (code) rec.http_status = code;
+    if (code)
+      rec.http_status = code;
     set_fail(rec.context_overflow ? ErrorKind::context_overflow : ErrorKind::http_status,
              "server error in response: " + excerpt(msg, 300));
     rec.body_excerpt = excerpt(j.dump(), opt->body_excerpt_bytes);
@@ -237,7 +285,8 @@ struct Transfer {
       set_fail(ErrorKind::malformed, "expected a JSON object");
       return false;
     }
-    if (absorb_error_object(j)) return false;
+    if (absorb_error_object(j))
+      return false;
     int new_tokens = 0;
     if (opt->api == ApiKind::generate) {
       auto m = j.find("meta_info");
@@ -247,7 +296,8 @@ struct Transfer {
       }
       absorb_meta_info(*m, rec);
       int64_t count = -1;
-      if (auto ct = get_int(*m, "completion_tokens")) count = *ct;
+      if (auto ct = get_int(*m, "completion_tokens"))
+        count = *ct;
       else if (auto ids = j.find("output_ids"); ids != j.end() && ids->is_array())
         count = static_cast<int64_t>(ids->size());
       if (count >= 0) {
@@ -256,7 +306,8 @@ struct Transfer {
       } else if (auto tx = j.find("text"); tx != j.end() && tx->is_string() && !tx->empty()) {
         new_tokens = 1; // no count at all: one chunk = one token (documented)
       }
-      if (!rec.finish_reason.empty()) saw_finish = true;
+      if (!rec.finish_reason.empty())
+        saw_finish = true;
     } else {
       auto ch = j.find("choices");
       if (ch == j.end() || !ch->is_array()) {
@@ -271,7 +322,8 @@ struct Transfer {
         }
         const json* content = nullptr;
         if (opt->api == ApiKind::completions) {
-          if (auto t = c.find("text"); t != c.end()) content = &*t;
+          if (auto t = c.find("text"); t != c.end())
+            content = &*t;
         } else {
           const char* where = stream ? "delta" : "message";
           if (auto d = c.find(where); d != c.end() && d->is_object()) {
@@ -290,7 +342,8 @@ struct Transfer {
       }
       absorb_openai_extras(j, rec);
     }
-    if (stream) on_tokens(new_tokens, now);
+    if (stream)
+      on_tokens(new_tokens, now);
     return true;
   }
 
@@ -301,7 +354,8 @@ struct Transfer {
       saw_done = true;
       return true;
     }
-    if (saw_done) return true; // tolerate trailing noise after [DONE]
+    if (saw_done)
+      return true; // tolerate trailing noise after [DONE]
     json j = json::parse(data, nullptr, false);
     if (j.is_discarded()) {
       set_fail(ErrorKind::malformed, "SSE event is not valid JSON: " + excerpt(data, 120));
@@ -312,13 +366,18 @@ struct Transfer {
   }
 
   bool feed_line(std::string_view l, Clock::time_point now) {
-    if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
-    if (l.empty()) return event_data.empty() ? true : dispatch(now);
-    if (l[0] == ':') return true; // comment / keep-alive
+    if (!l.empty() && l.back() == '\r')
+      l.remove_suffix(1);
+    if (l.empty())
+      return event_data.empty() ? true : dispatch(now);
+    if (l[0] == ':')
+      return true; // comment / keep-alive
     if (l.substr(0, 5) == "data:") {
       l.remove_prefix(5);
-      if (!l.empty() && l[0] == ' ') l.remove_prefix(1);
-      if (!event_data.empty()) event_data += '\n';
+      if (!l.empty() && l[0] == ' ')
+        l.remove_prefix(1);
+      if (!event_data.empty())
+        event_data += '\n';
       event_data.append(l);
       return true;
     }
@@ -341,13 +400,15 @@ struct Transfer {
         return true;
       }
       bool ok;
-      if (line.empty()) ok = feed_line(data.substr(0, nl), now);
+      if (line.empty())
+        ok = feed_line(data.substr(0, nl), now);
       else {
         line.append(data.substr(0, nl));
         ok = feed_line(line, now);
         line.clear();
       }
-      if (!ok) return false;
+      if (!ok)
+        return false;
       data.remove_prefix(nl + 1);
     }
     return true;
@@ -360,7 +421,8 @@ struct Transfer {
       rec.body_excerpt = excerpt(body, opt->body_excerpt_bytes);
       return;
     }
-    if (!absorb(j, now, false)) return;
+    if (!absorb(j, now, false))
+      return;
     if (opt->api == ApiKind::generate && rec.output_tokens < 0)
       if (auto ids = j.find("output_ids"); ids != j.end() && ids->is_array())
         rec.output_tokens = static_cast<int>(ids->size());
@@ -399,8 +461,10 @@ size_t on_data(char* p, size_t size, size_t n, void* user) {
   long status = 0;
   curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
   if (status < 200 || status >= 300 || !t->is_sse) {
-    if (status >= 200 && status < 300) t->body.append(p, len);
-    else if (t->body.size() < 64 * 1024) t->body.append(p, std::min(len, 64 * 1024 - t->body.size()));
+    if (status >= 200 && status < 300)
+      t->body.append(p, len);
+    else if (t->body.size() < 64 * 1024)
+      t->body.append(p, std::min(len, 64 * 1024 - t->body.size()));
     return len;
   }
   return t->feed_sse(std::string_view(p, len), now) ? len : 0;
@@ -412,11 +476,14 @@ struct Client::Impl {
   explicit Impl(ClientOptions o) : opt(std::move(o)) {
     detail::ensure_curl_initialized();
     multi = curl_multi_init();
-    while (!opt.base_url.empty() && opt.base_url.back() == '/') opt.base_url.pop_back();
+    while (!opt.base_url.empty() && opt.base_url.back() == '/')
+      opt.base_url.pop_back();
   }
   ~Impl() {
-    for (CURL* e : pool) curl_easy_cleanup(e);
-    if (multi) curl_multi_cleanup(multi);
+    for (CURL* e : pool)
+      curl_easy_cleanup(e);
+    if (multi)
+      curl_multi_cleanup(multi);
   }
 
   ClientOptions opt;
@@ -431,9 +498,12 @@ struct Client::Impl {
 
   std::string url_path() const {
     switch (opt.api) {
-    case ApiKind::generate: return "/generate";
-    case ApiKind::completions: return "/v1/completions";
-    case ApiKind::chat: return "/v1/chat/completions";
+    case ApiKind::generate:
+      return "/generate";
+    case ApiKind::completions:
+      return "/v1/completions";
+    case ApiKind::chat:
+      return "/v1/chat/completions";
     }
     return "/generate";
   }
@@ -446,30 +516,40 @@ struct Client::Impl {
                  {"temperature", r.temperature},
                  {"ignore_eos", r.ignore_eos}};
       // Older SGLang versions reject unknown sampling keys: send the seed only when sampling.
-      if (r.temperature > 0) sp["sampling_seed"] = r.seed;
+      if (r.temperature > 0)
+        sp["sampling_seed"] = r.seed;
       j = {{"sampling_params", sp}, {"stream", opt.stream}};
-      if (!p.input_ids.empty()) j["input_ids"] = p.input_ids;
-      else j["text"] = p.text;
+      if (!p.input_ids.empty())
+        j["input_ids"] = p.input_ids;
+      else
+        j["text"] = p.text;
     } else {
       j = {{"model", opt.model},
            {"max_tokens", r.max_new_tokens},
            {"temperature", r.temperature},
            {"stream", opt.stream}};
-      if (r.ignore_eos) j["ignore_eos"] = true; // vLLM / SGLang extension; others ignore it
-      if (r.temperature > 0) j["seed"] = r.seed;
-      if (opt.stream) j["stream_options"] = {{"include_usage", true}};
+      if (r.ignore_eos)
+        j["ignore_eos"] = true; // vLLM / SGLang extension; others ignore it
+      if (r.temperature > 0)
+        j["seed"] = r.seed;
+      if (opt.stream)
+        j["stream_options"] = {{"include_usage", true}};
       if (opt.api == ApiKind::completions) {
-        if (!p.input_ids.empty()) j["prompt"] = p.input_ids;
-        else j["prompt"] = p.text;
+        if (!p.input_ids.empty())
+          j["prompt"] = p.input_ids;
+        else
+          j["prompt"] = p.text;
       } else {
         json msgs = json::array();
         if (!p.messages.empty())
-          for (const auto& m : p.messages) msgs.push_back({{"role", m.role}, {"content", m.content}});
+          for (const auto& m : p.messages)
+            msgs.push_back({{"role", m.role}, {"content", m.content}});
         else if (!p.text.empty() || p.input_ids.empty())
           msgs.push_back({{"role", "user"}, {"content", p.text}});
         else { // chat cannot take token ids: write them as numbers (usage says the real count)
           std::string text;
-          for (int32_t id : p.input_ids) text += (text.empty() ? "" : " ") + std::to_string(id);
+          for (int32_t id : p.input_ids)
+            text += (text.empty() ? "" : " ") + std::to_string(id);
           msgs.push_back({{"role", "user"}, {"content", text}});
         }
         j["messages"] = msgs;
@@ -495,7 +575,8 @@ struct Client::Impl {
     t.request_body = build_body(r);
     t.headers = curl_slist_append(nullptr, "Content-Type: application/json");
     t.headers = curl_slist_append(t.headers, "Expect:"); // no 100-continue round trip
-    if (opt.stream) t.headers = curl_slist_append(t.headers, "Accept: text/event-stream");
+    if (opt.stream)
+      t.headers = curl_slist_append(t.headers, "Accept: text/event-stream");
     if (!opt.api_key.empty())
       t.headers = curl_slist_append(t.headers, ("Authorization: Bearer " + opt.api_key).c_str());
     const std::string url = opt.base_url + url_path();
@@ -533,18 +614,21 @@ struct Client::Impl {
     double connect_time = 0;
     curl_easy_getinfo(t.easy, CURLINFO_CONNECT_TIME, &connect_time);
     RequestRecord& r = t.rec;
-    if (r.http_status == 0) r.http_status = static_cast<int>(status);
+    if (r.http_status == 0)
+      r.http_status = static_cast<int>(status);
     if (t.fail == ErrorKind::none && !forced) {
       if (rc != CURLE_OK) {
         const std::string what = t.errbuf[0] ? std::string(t.errbuf) : curl_easy_strerror(rc);
         ErrorKind k = ErrorKind::transport;
-        if (rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST) k = ErrorKind::connect;
+        if (rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST)
+          k = ErrorKind::connect;
         else if (rc == CURLE_OPERATION_TIMEDOUT)
           k = connect_time <= 0 && !t.got_first_byte ? ErrorKind::timeout_connect
-              : !t.got_first_byte                     ? ErrorKind::timeout_first_byte
-                                                      : ErrorKind::timeout_total;
+              : !t.got_first_byte                    ? ErrorKind::timeout_first_byte
+                                                     : ErrorKind::timeout_total;
         t.set_fail(k, what);
-        if (!t.body.empty()) r.body_excerpt = excerpt(t.body, opt.body_excerpt_bytes);
+        if (!t.body.empty())
+          r.body_excerpt = excerpt(t.body, opt.body_excerpt_bytes);
       } else if (status < 200 || status >= 300) {
         r.body_excerpt = excerpt(t.body, opt.body_excerpt_bytes);
         r.context_overflow = is_context_overflow_message(static_cast<int>(status), t.body);
@@ -556,7 +640,8 @@ struct Client::Impl {
           t.line.clear();
           t.feed_line(last, t_end);
         }
-        if (t.fail == ErrorKind::none && !t.event_data.empty()) t.dispatch(t_end);
+        if (t.fail == ErrorKind::none && !t.event_data.empty())
+          t.dispatch(t_end);
         if (t.fail == ErrorKind::none && !t.saw_done && !t.saw_finish)
           t.set_fail(ErrorKind::incomplete, "stream ended without a final event or [DONE]");
       } else {
@@ -565,10 +650,12 @@ struct Client::Impl {
     }
     r.error = t.fail;
     r.error_message = t.fail_msg;
-    if (r.error == ErrorKind::none) r.e2e_s = secs(t.t_start, t_end);
+    if (r.error == ErrorKind::none)
+      r.e2e_s = secs(t.t_start, t_end);
     if (r.output_tokens < 0 && !r.chunk_tokens.empty()) {
       int sum = 0;
-      for (int k : r.chunk_tokens) sum += k;
+      for (int k : r.chunk_tokens)
+        sum += k;
       r.output_tokens = sum;
     }
     r.ok = r.error == ErrorKind::none;
@@ -592,10 +679,11 @@ struct Client::Impl {
 
   Expected<RunResult> run(const std::vector<RequestSpec>& requests, int concurrency,
                           const ProgressCallback& progress, int run_number) {
-    if (!multi) return Status(StatusCode::internal, "curl_multi_init failed");
+    if (!multi)
+      return Status(StatusCode::internal, "curl_multi_init failed");
     if (opt.base_url.rfind("http://", 0) != 0 && opt.base_url.rfind("https://", 0) != 0)
-      return Status(StatusCode::invalid_argument, "base_url must start with http:// or https://: '" +
-                                                      opt.base_url + "'");
+      return Status(StatusCode::invalid_argument,
+                    "base_url must start with http:// or https://: '" + opt.base_url + "'");
     concurrency = std::max(1, concurrency);
     raise_fd_limit(static_cast<rlim_t>(concurrency) * 2 + 64);
     curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, static_cast<long>(concurrency + 8));
@@ -619,9 +707,11 @@ struct Client::Impl {
     std::vector<Transfer*> active_list;
     active_list.reserve(static_cast<size_t>(concurrency));
     auto report = [&](bool force) {
-      if (!progress) return;
+      if (!progress)
+        return;
       const auto now = Clock::now();
-      if (!force && secs(last_progress, now) < progress_interval_s) return;
+      if (!force && secs(last_progress, now) < progress_interval_s)
+        return;
       last_progress = now;
       prog.in_flight = active;
       prog.output_tokens = live_tokens;
@@ -630,7 +720,8 @@ struct Client::Impl {
     };
     auto complete = [&](Transfer& t) {
       ++prog.done;
-      if (!t.rec.ok) ++prog.failed;
+      if (!t.rec.ok)
+        ++prog.failed;
       --active;
     };
     while (next < n || active > 0) {
@@ -665,7 +756,8 @@ struct Client::Impl {
       int msgs = 0;
       bool any_done = false;
       while (CURLMsg* m = curl_multi_info_read(multi, &msgs)) {
-        if (m->msg != CURLMSG_DONE) continue;
+        if (m->msg != CURLMSG_DONE)
+          continue;
         Transfer* t = nullptr;
         curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, reinterpret_cast<char**>(&t));
         const CURLcode rc = m->data.result;
@@ -676,7 +768,8 @@ struct Client::Impl {
       // Timeouts curl does not watch: first byte and idle gaps.
       const auto now = Clock::now();
       for (Transfer* t : active_list) {
-        if (!t->active) continue;
+        if (!t->active)
+          continue;
         if (!t->got_first_byte && secs(t->t_start, now) > opt.first_byte_timeout_s) {
           t->set_fail(ErrorKind::timeout_first_byte,
                       "no response byte within " + std::to_string(opt.first_byte_timeout_s) + " s");
@@ -694,7 +787,8 @@ struct Client::Impl {
       if (any_done)
         std::erase_if(active_list, [](Transfer* t) { return !t->active; });
       report(false);
-      if (any_done && next < n) continue; // refill at once
+      if (any_done && next < n)
+        continue; // refill at once
       if (active > 0) {
         int numfds = 0;
         curl_multi_poll(multi, nullptr, 0, 20, &numfds);
@@ -703,20 +797,24 @@ struct Client::Impl {
     result.wall_s = secs(run_start, Clock::now());
     result.records.reserve(n);
     for (auto& t : transfers) {
-      if (t.rec.ok) ++result.ok_count;
-      else ++result.failed_count;
+      if (t.rec.ok)
+        ++result.ok_count;
+      else
+        ++result.failed_count;
       result.records.push_back(std::move(t.rec));
     }
     prog.in_flight = 0;
     prog.output_tokens = live_tokens;
     prog.elapsed_s = result.wall_s;
-    if (progress) progress(prog);
+    if (progress)
+      progress(prog);
     return result;
   }
 
   static void raise_fd_limit(rlim_t want) {
     rlimit rl{};
-    if (::getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= want) return;
+    if (::getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= want)
+      return;
     rl.rlim_cur = std::min(rl.rlim_max, std::max(want, rl.rlim_cur));
     ::setrlimit(RLIMIT_NOFILE, &rl);
   }
@@ -740,7 +838,8 @@ Expected<WorkloadResult> Client::run_workload(const Workload& workload,
   if (workload.warmup > 0) {
     auto w = run(make_requests(workload, prompts, workload.warmup, 0), workload.concurrency,
                  progress, -1);
-    if (!w) return w.status();
+    if (!w)
+      return w.status();
     out.warmup = std::move(*w);
     if (!out.warmup.aborted.empty()) {
       out.aborted = out.warmup.aborted;
@@ -751,7 +850,8 @@ Expected<WorkloadResult> Client::run_workload(const Workload& workload,
     const int offset = workload.warmup + r * workload.requests;
     auto res = run(make_requests(workload, prompts, workload.requests, offset),
                    workload.concurrency, progress, r);
-    if (!res) return res.status();
+    if (!res)
+      return res.status();
     out.runs.push_back(std::move(*res));
     if (!out.runs.back().aborted.empty()) {
       out.aborted = out.runs.back().aborted;
@@ -775,13 +875,17 @@ RequestRecord Client::send(const RequestSpec& request) {
 void Client::abort(const std::string& reason) {
   {
     std::lock_guard lk(impl_->abort_mu);
-    if (!impl_->abort_flag.load()) impl_->abort_reason = reason;
+    if (!impl_->abort_flag.load())
+      impl_->abort_reason = reason;
   }
   impl_->abort_flag.store(true);
-  if (impl_->multi) curl_multi_wakeup(impl_->multi);
+  if (impl_->multi)
+    curl_multi_wakeup(impl_->multi);
 }
 
-bool Client::aborted() const noexcept { return impl_->abort_flag.load(); }
+bool Client::aborted() const noexcept {
+  return impl_->abort_flag.load();
+}
 
 void Client::reset_abort() {
   std::lock_guard lk(impl_->abort_mu);
@@ -789,9 +893,17 @@ void Client::reset_abort() {
   impl_->abort_reason.clear();
 }
 
-uint64_t Client::bytes_received() const noexcept { return impl_->bytes.load(); }
-int Client::in_flight() const noexcept { return impl_->in_flight.load(); }
-void Client::set_progress_interval(double seconds) { impl_->progress_interval_s = seconds; }
-const ClientOptions& Client::options() const noexcept { return impl_->opt; }
+uint64_t Client::bytes_received() const noexcept {
+  return impl_->bytes.load();
+}
+int Client::in_flight() const noexcept {
+  return impl_->in_flight.load();
+}
+void Client::set_progress_interval(double seconds) {
+  impl_->progress_interval_s = seconds;
+}
+const ClientOptions& Client::options() const noexcept {
+  return impl_->opt;
+}
 
 } // namespace specbench

@@ -36,35 +36,44 @@ Expected<std::vector<Prompt>> load_prompt_dataset(const std::filesystem::path& p
   };
   while (std::getline(in, line)) {
     ++line_no;
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    if (line.find_first_not_of(" \t\r") == std::string::npos)
+      continue;
     json j = json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) return bad("not a JSON object");
+    if (j.is_discarded() || !j.is_object())
+      return bad("not a JSON object");
     Prompt p;
     for (const char* key : {"prompt", "text"}) {
       if (auto it = j.find(key); it != j.end()) {
-        if (!it->is_string()) return bad(std::string("\"") + key + "\" must be a string");
+        if (!it->is_string())
+          return bad(std::string("\"") + key + "\" must be a string");
         p.text = it->get<std::string>();
         break;
       }
     }
     if (auto it = j.find("input_ids"); it != j.end()) {
-      if (!it->is_array()) return bad("\"input_ids\" must be an array");
+      if (!it->is_array())
+        return bad("\"input_ids\" must be an array");
       for (const auto& x : *it) {
-        if (!x.is_number_integer()) return bad("\"input_ids\" must hold integers");
+        if (!x.is_number_integer())
+          return bad("\"input_ids\" must hold integers");
         p.input_ids.push_back(static_cast<int32_t>(x.get<int64_t>()));
       }
       p.tokens = static_cast<int>(p.input_ids.size());
     }
     if (auto it = j.find("messages"); it != j.end()) {
-      if (!it->is_array()) return bad("\"messages\" must be an array");
+      if (!it->is_array())
+        return bad("\"messages\" must be an array");
       for (const auto& m : *it) {
         if (!m.is_object() || !m.contains("content") || !m["content"].is_string())
           return bad("each message needs a string \"content\"");
-        p.messages.push_back({m.value("role", std::string("user")), m["content"].get<std::string>()});
+        p.messages.push_back(
+            {m.value("role", std::string("user")), m["content"].get<std::string>()});
       }
-      if (p.text.empty() && !p.messages.empty()) p.text = p.messages.back().content;
+      if (p.text.empty() && !p.messages.empty())
+        p.text = p.messages.back().content;
     }
-    if (auto it = j.find("prompt_tokens"); it != j.end() && it->is_number_integer() && p.tokens == 0)
+    if (auto it = j.find("prompt_tokens");
+        it != j.end() && it->is_number_integer() && p.tokens == 0)
       p.tokens = it->get<int>();
     if (p.text.empty() && p.input_ids.empty() && p.messages.empty())
       return bad("no \"prompt\", \"text\", \"input_ids\" or \"messages\"");
@@ -78,14 +87,18 @@ Expected<std::vector<Prompt>> load_prompt_dataset(const std::filesystem::path& p
 
 Expected<std::vector<Prompt>> make_prompts(const Workload& workload, int count,
                                            const PromptOptions& options) {
-  if (count < 0) return Status(StatusCode::invalid_argument, "negative prompt count");
+  if (count < 0)
+    return Status(StatusCode::invalid_argument, "negative prompt count");
   if (!workload.dataset.empty()) {
     auto all = load_prompt_dataset(workload.dataset);
-    if (!all) return all.status();
-    if (count == 0 || static_cast<size_t>(count) == all->size()) return all;
+    if (!all)
+      return all.status();
+    if (count == 0 || static_cast<size_t>(count) == all->size())
+      return all;
     std::vector<Prompt> out;
     out.reserve(static_cast<size_t>(count));
-    for (int i = 0; i < count; ++i) out.push_back((*all)[static_cast<size_t>(i) % all->size()]);
+    for (int i = 0; i < count; ++i)
+      out.push_back((*all)[static_cast<size_t>(i) % all->size()]);
     return out;
   }
   if (workload.prompt_tokens <= 0)
@@ -112,7 +125,8 @@ Expected<std::vector<Prompt>> make_prompts(const Workload& workload, int count,
 std::vector<RequestSpec> make_requests(const Workload& workload, const std::vector<Prompt>& prompts,
                                        int count, int offset) {
   std::vector<RequestSpec> out;
-  if (prompts.empty() || count <= 0) return out;
+  if (prompts.empty() || count <= 0)
+    return out;
   out.reserve(static_cast<size_t>(count));
   for (int i = 0; i < count; ++i) {
     RequestSpec r;

@@ -19,7 +19,8 @@ double now_epoch() {
 }
 
 std::string trim_url(std::string u) {
-  while (!u.empty() && u.back() == '/') u.pop_back();
+  while (!u.empty() && u.back() == '/')
+    u.pop_back();
   return u;
 }
 
@@ -31,18 +32,21 @@ bool ends_with(const std::string& s, std::string_view suf) {
 std::optional<double> sum_delta(const ServerDelta& d, const std::string& name) {
   std::optional<double> sum;
   for (const auto& [key, v] : d.counter_deltas)
-    if (key == name || key.rfind(name + "{", 0) == 0) sum = sum.value_or(0) + v;
+    if (key == name || key.rfind(name + "{", 0) == 0)
+      sum = sum.value_or(0) + v;
   return sum;
 }
 
 } // namespace
 
 std::string PrometheusSample::key() const {
-  if (labels.empty()) return name;
+  if (labels.empty())
+    return name;
   std::string k = name + "{";
   bool first = true;
   for (const auto& [l, v] : labels) {
-    if (!first) k += ",";
+    if (!first)
+      k += ",";
     first = false;
     k += l + "=\"" + v + "\"";
   }
@@ -55,19 +59,25 @@ std::vector<PrometheusSample> parse_prometheus_text(std::string_view text) {
     size_t nl = text.find('\n');
     std::string_view line = text.substr(0, nl);
     text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
-    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.remove_suffix(1);
-    while (!line.empty() && line.front() == ' ') line.remove_prefix(1);
-    if (line.empty() || line.front() == '#') continue;
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' '))
+      line.remove_suffix(1);
+    while (!line.empty() && line.front() == ' ')
+      line.remove_prefix(1);
+    if (line.empty() || line.front() == '#')
+      continue;
     PrometheusSample s;
     size_t i = 0;
-    while (i < line.size() && line[i] != '{' && line[i] != ' ' && line[i] != '\t') ++i;
+    while (i < line.size() && line[i] != '{' && line[i] != ' ' && line[i] != '\t')
+      ++i;
     s.name = std::string(line.substr(0, i));
-    if (s.name.empty()) continue;
+    if (s.name.empty())
+      continue;
     bool ok = true;
     if (i < line.size() && line[i] == '{') {
       ++i;
       for (;;) {
-        while (i < line.size() && (line[i] == ' ' || line[i] == ',')) ++i;
+        while (i < line.size() && (line[i] == ' ' || line[i] == ','))
+          ++i;
         if (i >= line.size()) {
           ok = false;
           break;
@@ -100,28 +110,38 @@ std::vector<PrometheusSample> parse_prometheus_text(std::string_view text) {
         i = j + 1;
       }
     }
-    if (!ok) continue;
-    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+    if (!ok)
+      continue;
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t'))
+      ++i;
     std::string num(line.substr(i));
-    if (auto sp = num.find_first_of(" \t"); sp != std::string::npos) num.resize(sp); // timestamp
-    if (num.empty()) continue;
-    if (num == "+Inf" || num == "Inf") s.value = INFINITY;
-    else if (num == "-Inf") s.value = -INFINITY;
-    else if (num == "NaN") s.value = NAN;
+    if (auto sp = num.find_first_of(" \t"); sp != std::string::npos)
+      num.resize(sp); // timestamp
+    if (num.empty())
+      continue;
+    if (num == "+Inf" || num == "Inf")
+      s.value = INFINITY;
+    else if (num == "-Inf")
+      s.value = -INFINITY;
+    else if (num == "NaN")
+      s.value = NAN;
     else {
       char* end = nullptr;
       s.value = std::strtod(num.c_str(), &end);
-      if (!end || *end != '\0') continue;
+      if (!end || *end != '\0')
+        continue;
     }
     out.push_back(std::move(s));
   }
   return out;
 }
 
-std::optional<double> ServerSnapshot::value(const std::string& name,
-                                            const std::map<std::string, std::string>& labels) const {
+std::optional<double>
+ServerSnapshot::value(const std::string& name,
+                      const std::map<std::string, std::string>& labels) const {
   for (const auto& s : samples) {
-    if (s.name != name) continue;
+    if (s.name != name)
+      continue;
     bool match = true;
     for (const auto& [k, v] : labels) {
       auto it = s.labels.find(k);
@@ -130,7 +150,8 @@ std::optional<double> ServerSnapshot::value(const std::string& name,
         break;
       }
     }
-    if (match) return s.value;
+    if (match)
+      return s.value;
   }
   return std::nullopt;
 }
@@ -150,14 +171,16 @@ ServerSnapshot scrape_server(const ScrapeOptions& options) {
         snap.metrics_error = "/metrics answered 200 without Prometheus samples";
       }
     } else {
-      snap.metrics_error = r.status ? "/metrics answered HTTP " + std::to_string(r.status)
-                                    : "/metrics: " + r.error;
+      snap.metrics_error =
+          r.status ? "/metrics answered HTTP " + std::to_string(r.status) : "/metrics: " + r.error;
     }
   }
   if (options.server_info) {
-    auto r = detail::http_request(base + "/server_info", {}, options.timeout_s, {}, options.api_key);
+    auto r =
+        detail::http_request(base + "/server_info", {}, options.timeout_s, {}, options.api_key);
     if (r.status == 404)
-      r = detail::http_request(base + "/get_server_info", {}, options.timeout_s, {}, options.api_key);
+      r = detail::http_request(base + "/get_server_info", {}, options.timeout_s, {},
+                               options.api_key);
     if (r.status == 200) {
       json j = json::parse(r.body, nullptr, false);
       if (j.is_object()) {
@@ -182,7 +205,8 @@ ServerSnapshot scrape_server(const ScrapeOptions& options) {
           snap.server_version = it->get<std::string>();
         if (auto it = info->find("synthetic_model"); it != info->end() && it->is_boolean())
           snap.synthetic_model = it->get<bool>();
-        if (auto it = info->find("note"); it != info->end() && it->is_string() && snap.synthetic_model)
+        if (auto it = info->find("note");
+            it != info->end() && it->is_string() && snap.synthetic_model)
           snap.synthetic_note = it->get<std::string>();
       } else {
         snap.server_info_error = "/server_info did not answer a JSON object";
@@ -201,7 +225,8 @@ ServerDelta diff_snapshots(const ServerSnapshot& before, const ServerSnapshot& a
   ServerDelta d;
   d.interval_s = after.taken_at_s - before.taken_at_s;
   std::map<std::string, double> prev;
-  for (const auto& s : before.samples) prev[s.key()] = s.value;
+  for (const auto& s : before.samples)
+    prev[s.key()] = s.value;
   for (const auto& s : after.samples) {
     const std::string k = s.key();
     if (ends_with(s.name, "_total") || ends_with(s.name, "_count") || ends_with(s.name, "_sum")) {
@@ -218,7 +243,8 @@ ServerDelta diff_snapshots(const ServerSnapshot& before, const ServerSnapshot& a
   }
   auto ratio = [&](const char* num, const char* den, double add, const char* src) {
     auto n = sum_delta(d, num), m = sum_delta(d, den);
-    if (!n || !m || *m <= 0 || d.acceptance_length >= 0) return;
+    if (!n || !m || *m <= 0 || d.acceptance_length >= 0)
+      return;
     d.acceptance_length = add + *n / *m;
     d.acceptance_source = src;
   };
@@ -230,16 +256,19 @@ ServerDelta diff_snapshots(const ServerSnapshot& before, const ServerSnapshot& a
         1.0, "llama.cpp: 1 + delta spec_decode_num_accepted_tokens / delta spec_decode_num_drafts");
   auto rate = [&](const char* num, const char* den) {
     auto n = sum_delta(d, num), m = sum_delta(d, den);
-    if (n && m && *m > 0 && d.draft_acceptance_rate < 0) d.draft_acceptance_rate = *n / *m;
+    if (n && m && *m > 0 && d.draft_acceptance_rate < 0)
+      d.draft_acceptance_rate = *n / *m;
   };
   rate("specbench_sim:spec_correct_drafts_total", "specbench_sim:spec_proposed_drafts_total");
   rate("vllm:spec_decode_num_accepted_tokens_total", "vllm:spec_decode_num_draft_tokens_total");
-  rate("llamacpp:spec_decode_num_accepted_tokens_total", "llamacpp:spec_decode_num_draft_tokens_total");
+  rate("llamacpp:spec_decode_num_accepted_tokens_total",
+       "llamacpp:spec_decode_num_draft_tokens_total");
   if (!after.avg_spec_accept_length.empty() && after.avg_spec_accept_length[0])
     d.sglang_avg_spec_accept_length_after = *after.avg_spec_accept_length[0];
   if (d.sglang_avg_spec_accept_length_after >= 0)
-    d.notes.push_back("SGLang avg_spec_accept_length is cumulative since server start or the last "
-                      "/flush_cache, from DP rank 0 only, and lags up to decode_log_interval steps");
+    d.notes.push_back(
+        "SGLang avg_spec_accept_length is cumulative since server start or the last "
+        "/flush_cache, from DP rank 0 only, and lags up to decode_log_interval steps");
   if (d.acceptance_length < 0 && !after.metrics_ok)
     d.notes.push_back("no Prometheus metrics (" + after.metrics_error + ")");
   if (after.synthetic_model)
@@ -248,9 +277,10 @@ ServerDelta diff_snapshots(const ServerSnapshot& before, const ServerSnapshot& a
 }
 
 Status flush_cache(const ScrapeOptions& options) {
-  auto r = detail::http_request(trim_url(options.base_url) + "/flush_cache", "{}", options.timeout_s,
-                                "POST", options.api_key);
-  if (r.status == 200) return Status::ok();
+  auto r = detail::http_request(trim_url(options.base_url) + "/flush_cache", "{}",
+                                options.timeout_s, "POST", options.api_key);
+  if (r.status == 200)
+    return Status::ok();
   return Status(r.status ? StatusCode::unavailable : StatusCode::io_error,
                 r.status ? "/flush_cache answered HTTP " + std::to_string(r.status) + ": " +
                                r.body.substr(0, 200)

@@ -61,19 +61,23 @@ SimpleResponse http_request(const std::string& url, const std::string& body, dou
   }
   if (!api_key.empty())
     headers = curl_slist_append(headers, ("Authorization: Bearer " + api_key).c_str());
-  if (headers) curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+  if (headers)
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
   const CURLcode rc = curl_easy_perform(h);
   long status = 0;
   curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
   r.status = static_cast<int>(status);
   if (rc != CURLE_OK) {
     r.error = errbuf[0] ? errbuf : curl_easy_strerror(rc);
-    if (sink.overflow) r.error = "response larger than " + std::to_string(max_body) + " bytes";
+    if (sink.overflow)
+      r.error = "response larger than " + std::to_string(max_body) + " bytes";
     r.timed_out = rc == CURLE_OPERATION_TIMEDOUT;
-    if (!sink.overflow) r.status = 0; // a broken transfer is no answer
+    if (!sink.overflow)
+      r.status = 0; // a broken transfer is no answer
   }
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (headers) curl_slist_free_all(headers);
+  if (headers)
+    curl_slist_free_all(headers);
   curl_easy_cleanup(h);
   return r;
 }

@@ -8,9 +8,9 @@
 namespace specbench::detail {
 
 struct SimpleResponse {
-  int status = 0;       // 0 = no HTTP answer
-  std::string body;     // capped at max_body
-  std::string error;    // curl's error text when status == 0 (or the transfer broke)
+  int status = 0;    // 0 = no HTTP answer
+  std::string body;  // capped at max_body
+  std::string error; // curl's error text when status == 0 (or the transfer broke)
   bool timed_out = false;
   double seconds = 0;
 };

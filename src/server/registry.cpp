@@ -43,7 +43,8 @@ void on_signal(int sig) {
   const int saved = errno;
   kill_all_servers(static_cast<double>(g_grace_ms.load()) / 1000.0);
   for (int i = 0; i < 3; ++i) {
-    if (g_signals[i] != sig) continue;
+    if (g_signals[i] != sig)
+      continue;
     const struct sigaction& prev = g_previous[i];
     if (!(prev.sa_flags & SA_SIGINFO) && prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN &&
         prev.sa_handler != nullptr) {
@@ -63,11 +64,14 @@ void on_signal(int sig) {
   errno = saved;
 }
 
-void on_exit_hook() { kill_all_servers(static_cast<double>(g_grace_ms.load()) / 1000.0); }
+void on_exit_hook() {
+  kill_all_servers(static_cast<double>(g_grace_ms.load()) / 1000.0);
+}
 
 [[noreturn]] void on_terminate() {
   kill_all_servers(static_cast<double>(g_grace_ms.load()) / 1000.0);
-  if (g_prev_terminate) g_prev_terminate();
+  if (g_prev_terminate)
+    g_prev_terminate();
   std::abort();
 }
 
@@ -78,7 +82,8 @@ namespace detail {
 bool register_server_group(pid_t pgid) noexcept {
   for (auto& s : g_slots) {
     pid_t expected = 0;
-    if (s.compare_exchange_strong(expected, pgid)) return true;
+    if (s.compare_exchange_strong(expected, pgid))
+      return true;
   }
   return false;
 }
@@ -86,7 +91,8 @@ bool register_server_group(pid_t pgid) noexcept {
 void unregister_server_group(pid_t pgid) noexcept {
   for (auto& s : g_slots) {
     pid_t expected = pgid;
-    if (s.compare_exchange_strong(expected, 0)) return;
+    if (s.compare_exchange_strong(expected, 0))
+      return;
   }
 }
 
@@ -97,21 +103,28 @@ void kill_all_servers(double grace_s) noexcept {
   int n = 0;
   for (auto& s : g_slots) {
     const pid_t p = s.load();
-    if (p > 0) groups[n++] = p;
+    if (p > 0)
+      groups[n++] = p;
   }
-  if (n == 0) return;
-  for (int i = 0; i < n; ++i) ::kill(-groups[i], SIGTERM);
+  if (n == 0)
+    return;
+  for (int i = 0; i < n; ++i)
+    ::kill(-groups[i], SIGTERM);
   const long grace_ms = grace_s > 0 ? static_cast<long>(grace_s * 1000) : 0;
   for (long waited = 0; waited < grace_ms; waited += 20) {
     bool any = false;
-    for (int i = 0; i < n; ++i) any = group_alive(groups[i]) || any;
-    if (!any) break;
+    for (int i = 0; i < n; ++i)
+      any = group_alive(groups[i]) || any;
+    if (!any)
+      break;
     sleep_ms(20);
   }
   for (int i = 0; i < n; ++i)
-    if (group_alive(groups[i])) ::kill(-groups[i], SIGKILL);
+    if (group_alive(groups[i]))
+      ::kill(-groups[i], SIGKILL);
   for (int i = 0; i < n; ++i) {
-    for (int k = 0; k < 100 && group_alive(groups[i]); ++k) sleep_ms(10);
+    for (int k = 0; k < 100 && group_alive(groups[i]); ++k)
+      sleep_ms(10);
     // Leave the slot for its ServerProcess to clear; mark dead ones free for a dying process.
   }
 }
@@ -120,14 +133,16 @@ int live_server_count() noexcept {
   int n = 0;
   for (auto& s : g_slots) {
     const pid_t p = s.load();
-    if (p > 0 && ::kill(-p, 0) == 0) ++n;
+    if (p > 0 && ::kill(-p, 0) == 0)
+      ++n;
   }
   return n;
 }
 
 void install_server_cleanup_handlers(double grace_s) {
   g_grace_ms.store(static_cast<long>(grace_s * 1000));
-  if (g_installed.exchange(true)) return;
+  if (g_installed.exchange(true))
+    return;
   for (int i = 0; i < 3; ++i) {
     struct sigaction sa {};
     sa.sa_handler = on_signal;

@@ -36,20 +36,24 @@ double secs_since(Clock::time_point t) {
 }
 
 std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (char& c : s)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
 }
 
 std::string find_in_path(const std::string& name) {
-  if (name.find('/') != std::string::npos) return ::access(name.c_str(), X_OK) == 0 ? name : "";
+  if (name.find('/') != std::string::npos)
+    return ::access(name.c_str(), X_OK) == 0 ? name : "";
   const char* path = std::getenv("PATH");
   std::string p = path ? path : "/usr/local/bin:/usr/bin:/bin";
   size_t start = 0;
   while (start <= p.size()) {
     size_t end = p.find(':', start);
-    if (end == std::string::npos) end = p.size();
+    if (end == std::string::npos)
+      end = p.size();
     std::string dir = p.substr(start, end - start);
-    if (dir.empty()) dir = ".";
+    if (dir.empty())
+      dir = ".";
     const std::string full = dir + "/" + name;
     struct stat st {};
     if (::stat(full.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(full.c_str(), X_OK) == 0)
@@ -79,9 +83,11 @@ std::vector<std::string> split_lines(const std::string& text) {
   size_t start = 0;
   while (start < text.size()) {
     size_t nl = text.find('\n', start);
-    if (nl == std::string::npos) nl = text.size();
+    if (nl == std::string::npos)
+      nl = text.size();
     std::string l = text.substr(start, nl - start);
-    if (!l.empty() && l.back() == '\r') l.pop_back();
+    if (!l.empty() && l.back() == '\r')
+      l.pop_back();
     out.push_back(std::move(l));
     start = nl + 1;
   }
@@ -90,8 +96,10 @@ std::vector<std::string> split_lines(const std::string& text) {
 
 ExitInfo exit_from_status(int st) {
   ExitInfo e;
-  if (WIFEXITED(st)) e.exit_code = WEXITSTATUS(st);
-  else if (WIFSIGNALED(st)) e.term_signal = WTERMSIG(st);
+  if (WIFEXITED(st))
+    e.exit_code = WEXITSTATUS(st);
+  else if (WIFSIGNALED(st))
+    e.term_signal = WTERMSIG(st);
   return e;
 }
 
@@ -111,9 +119,12 @@ std::string generation_probe_body(ApiKind api, const std::string& model) {
 
 const char* probe_path(ApiKind api) {
   switch (api) {
-  case ApiKind::generate: return "/generate";
-  case ApiKind::completions: return "/v1/completions";
-  case ApiKind::chat: return "/v1/chat/completions";
+  case ApiKind::generate:
+    return "/generate";
+  case ApiKind::completions:
+    return "/v1/completions";
+  case ApiKind::chat:
+    return "/v1/chat/completions";
   }
   return "/generate";
 }
@@ -122,13 +133,20 @@ const char* probe_path(ApiKind api) {
 
 const char* to_string(ReadinessOutcome outcome) noexcept {
   switch (outcome) {
-  case ReadinessOutcome::ready: return "ready";
-  case ReadinessOutcome::process_exited: return "process_exited";
-  case ReadinessOutcome::fatal_log: return "fatal_log";
-  case ReadinessOutcome::timeout: return "timeout";
-  case ReadinessOutcome::probe_failed: return "probe_failed";
-  case ReadinessOutcome::not_started: return "not_started";
-  case ReadinessOutcome::cancelled: return "cancelled";
+  case ReadinessOutcome::ready:
+    return "ready";
+  case ReadinessOutcome::process_exited:
+    return "process_exited";
+  case ReadinessOutcome::fatal_log:
+    return "fatal_log";
+  case ReadinessOutcome::timeout:
+    return "timeout";
+  case ReadinessOutcome::probe_failed:
+    return "probe_failed";
+  case ReadinessOutcome::not_started:
+    return "not_started";
+  case ReadinessOutcome::cancelled:
+    return "cancelled";
   }
   return "?";
 }
@@ -156,7 +174,8 @@ const std::vector<FatalPattern>& default_fatal_patterns() {
       {"address already in use",
        "the port is taken: another server (an orphan?) still listens; stop it or let specbench "
        "choose a free port"},
-      {"NCCL error", "a collective failed between GPUs: check P2P/NVLink, NCCL_P2P_DISABLE, shm size"},
+      {"NCCL error",
+       "a collective failed between GPUs: check P2P/NVLink, NCCL_P2P_DISABLE, shm size"},
       {"ncclSystemError", "NCCL system error: check /dev/shm size and IPC/P2P permissions"},
       {"ncclInternalError", "NCCL internal error between tensor-parallel ranks"},
       {"ncclUnhandledCudaError", "a CUDA error inside NCCL"},
@@ -168,11 +187,12 @@ const std::vector<FatalPattern>& default_fatal_patterns() {
 }
 
 std::optional<FatalMatch> find_fatal_pattern(std::string_view log_text,
-                                            const std::vector<FatalPattern>& patterns) {
+                                             const std::vector<FatalPattern>& patterns) {
   const auto& pats = patterns.empty() ? default_fatal_patterns() : patterns;
   std::vector<std::string> needles;
   needles.reserve(pats.size());
-  for (const auto& p : pats) needles.push_back(lower(p.text));
+  for (const auto& p : pats)
+    needles.push_back(lower(p.text));
   int line_no = 0;
   while (!log_text.empty()) {
     const size_t nl = log_text.find('\n');
@@ -183,7 +203,8 @@ std::optional<FatalMatch> find_fatal_pattern(std::string_view log_text,
     for (size_t i = 0; i < pats.size(); ++i)
       if (!needles[i].empty() && l.find(needles[i]) != std::string::npos) {
         std::string whole(line);
-        if (!whole.empty() && whole.back() == '\r') whole.pop_back();
+        if (!whole.empty() && whole.back() == '\r')
+          whole.pop_back();
         return FatalMatch{pats[i], whole, line_no};
       }
   }
@@ -191,7 +212,8 @@ std::optional<FatalMatch> find_fatal_pattern(std::string_view log_text,
 }
 
 std::string ExitInfo::to_string() const {
-  if (exit_code) return "exited with status " + std::to_string(*exit_code);
+  if (exit_code)
+    return "exited with status " + std::to_string(*exit_code);
   if (term_signal) {
     const char* name = ::strsignal(*term_signal);
     return "killed by signal " + std::to_string(*term_signal) + " (" + (name ? name : "?") + ")";
@@ -218,13 +240,17 @@ struct ServerProcess::Impl {
 
   // Reaps the leader if it exited; returns true while it runs. Caller holds mu.
   bool poll_locked() {
-    if (!started || reaped) return false;
+    if (!started || reaped)
+      return false;
     int st = 0;
     const pid_t r = ::waitpid(pid, &st, WNOHANG);
-    if (r == 0) return true;
+    if (r == 0)
+      return true;
     reaped = true;
-    if (r == pid) exit = exit_from_status(st);
-    else exit = ExitInfo{}; // reaped elsewhere (signal cleanup): status unknown
+    if (r == pid)
+      exit = exit_from_status(st);
+    else
+      exit = ExitInfo{}; // reaped elsewhere (signal cleanup): status unknown
     return false;
   }
 };
@@ -254,12 +280,14 @@ Status ServerProcess::start(const LaunchSpec& spec) {
   int port = spec.port;
   if (port == 0) {
     auto p = choose_free_port(spec.host);
-    if (!p) return p.status();
+    if (!p)
+      return p.status();
     port = *p;
   }
   s.port = port;
   s.argv.clear();
-  for (const auto& a : spec.argv) s.argv.push_back(replace_all(a, "{port}", std::to_string(port)));
+  for (const auto& a : spec.argv)
+    s.argv.push_back(replace_all(a, "{port}", std::to_string(port)));
   const std::string exe = find_in_path(s.argv[0]);
   if (exe.empty())
     return Status(StatusCode::not_found, "server executable not found: '" + s.argv[0] + "'",
@@ -268,19 +296,20 @@ Status ServerProcess::start(const LaunchSpec& spec) {
   std::error_code ec;
   if (spec.log_file.has_parent_path())
     std::filesystem::create_directories(spec.log_file.parent_path(), ec);
-  const int log_fd =
-      ::open(spec.log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  const int log_fd = ::open(spec.log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (log_fd < 0)
     return Status(StatusCode::io_error,
                   "cannot open server log " + spec.log_file.string() + ": " + std::strerror(errno),
                   "check the results directory", "ServerProcess::start");
   {
     struct stat st {};
-    if (::fstat(log_fd, &st) == 0) s.scan_offset = static_cast<uint64_t>(st.st_size);
+    if (::fstat(log_fd, &st) == 0)
+      s.scan_offset = static_cast<uint64_t>(st.st_size);
   }
-  std::string banner = "[specbench " + now_utc() + "] starting server (port " +
-                       std::to_string(port) + "):";
-  for (const auto& a : s.argv) banner += " " + a;
+  std::string banner =
+      "[specbench " + now_utc() + "] starting server (port " + std::to_string(port) + "):";
+  for (const auto& a : s.argv)
+    banner += " " + a;
   banner += "\n";
   [[maybe_unused]] ssize_t w = ::write(log_fd, banner.data(), banner.size());
   s.scan_offset += banner.size(); // never scan our own banner (it may quote a fatal word)
@@ -292,16 +321,21 @@ Status ServerProcess::start(const LaunchSpec& spec) {
     for (char** e = environ; e && *e; ++e) {
       std::string kv = *e;
       const size_t eq = kv.find('=');
-      if (eq == std::string::npos) continue;
+      if (eq == std::string::npos)
+        continue;
       env[kv.substr(0, eq)] = kv.substr(eq + 1);
     }
-    for (const auto& [k, v] : spec.env) env[k] = v;
-    for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
+    for (const auto& [k, v] : spec.env)
+      env[k] = v;
+    for (const auto& [k, v] : env)
+      env_strings.push_back(k + "=" + v);
   }
   std::vector<char*> envp, argvp;
-  for (auto& e : env_strings) envp.push_back(e.data());
+  for (auto& e : env_strings)
+    envp.push_back(e.data());
   envp.push_back(nullptr);
-  for (auto& a : s.argv) argvp.push_back(a.data());
+  for (auto& a : s.argv)
+    argvp.push_back(a.data());
   argvp.push_back(nullptr);
   const std::string wd = spec.working_dir.string();
   int exec_pipe[2];
@@ -324,14 +358,17 @@ Status ServerProcess::start(const LaunchSpec& spec) {
     ::setpgid(0, 0);
     if (pdeath) {
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (::getppid() != parent) ::_exit(127);
+      if (::getppid() != parent)
+        ::_exit(127);
     }
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGCHLD}) ::signal(sig, SIG_DFL);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGCHLD})
+      ::signal(sig, SIG_DFL);
     const int devnull = ::open("/dev/null", O_RDONLY);
-    if (devnull >= 0) ::dup2(devnull, 0);
+    if (devnull >= 0)
+      ::dup2(devnull, 0);
     ::dup2(log_fd, 1);
     ::dup2(log_fd, 2);
     if (!wd.empty() && ::chdir(wd.c_str()) != 0) {
@@ -363,10 +400,10 @@ Status ServerProcess::start(const LaunchSpec& spec) {
       s.reaped = true;
       s.exit = exit_from_status(st);
     }
-    if (s.registered) detail::unregister_server_group(pid);
+    if (s.registered)
+      detail::unregister_server_group(pid);
     s.registered = false;
-    return Status(StatusCode::not_found,
-                  "cannot start '" + exe + "': " + std::strerror(child_err),
+    return Status(StatusCode::not_found, "cannot start '" + exe + "': " + std::strerror(child_err),
                   wd.empty() ? "check the executable" : "check the executable and " + wd,
                   "ServerProcess::start");
   }
@@ -392,7 +429,8 @@ Readiness ServerProcess::wait_ready(const ReadinessOptions& options,
   const std::string base = base_url();
   bool health_ok_seen = false;
   for (;;) {
-    if (cancel && cancel->load()) return finish(ReadinessOutcome::cancelled, "cancelled");
+    if (cancel && cancel->load())
+      return finish(ReadinessOutcome::cancelled, "cancelled");
     if (!alive()) {
       auto e = exit_info();
       if (e) {
@@ -400,9 +438,10 @@ Readiness ServerProcess::wait_ready(const ReadinessOptions& options,
         r.term_signal = e->term_signal;
       }
       r.fatal = scan_log(patterns);
-      std::string why = "the server " + (e ? e->to_string() : std::string("ended")) +
-                        " before it was ready";
-      if (r.fatal) why += "; log: \"" + r.fatal->line + "\" (" + r.fatal->pattern.diagnosis + ")";
+      std::string why =
+          "the server " + (e ? e->to_string() : std::string("ended")) + " before it was ready";
+      if (r.fatal)
+        why += "; log: \"" + r.fatal->line + "\" (" + r.fatal->pattern.diagnosis + ")";
       return finish(ReadinessOutcome::process_exited, why);
     }
     if (auto m = scan_log(patterns)) {
@@ -411,14 +450,15 @@ Readiness ServerProcess::wait_ready(const ReadinessOptions& options,
                                                      "\" (" + m->pattern.diagnosis + ")");
     }
     const double left = options.timeout_s - secs_since(t0);
-    if (left <= 0) break;
+    if (left <= 0)
+      break;
     const double health_timeout = std::clamp(std::min(options.probe_timeout_s, left), 0.05, 5.0);
     auto h = detail::http_request(base + options.health_path, {}, health_timeout);
     r.last_health_status = h.status;
     if (h.status != 200) {
-      r.last_probe_error = h.status ? options.health_path + " answered HTTP " +
-                                          std::to_string(h.status)
-                                    : options.health_path + ": " + h.error;
+      r.last_probe_error = h.status
+                               ? options.health_path + " answered HTTP " + std::to_string(h.status)
+                               : options.health_path + ": " + h.error;
     } else if (!options.probe_generation) {
       return finish(ReadinessOutcome::ready, "ready: " + options.health_path + " answered 200");
     } else {
@@ -429,20 +469,20 @@ Readiness ServerProcess::wait_ready(const ReadinessOptions& options,
                                     generation_probe_body(options.api, options.model), gen_timeout,
                                     "POST");
       if (g.status >= 200 && g.status < 300)
-        return finish(ReadinessOutcome::ready,
-                      "ready: " + options.health_path + " answered 200 and a one-token generation "
-                      "succeeded");
-      r.last_probe_error =
-          g.status ? std::string("one-token generation answered HTTP ") + std::to_string(g.status) +
-                         ": " + g.body.substr(0, 200)
-                   : std::string("one-token generation: ") + g.error;
+        return finish(ReadinessOutcome::ready, "ready: " + options.health_path +
+                                                   " answered 200 and a one-token generation "
+                                                   "succeeded");
+      r.last_probe_error = g.status ? std::string("one-token generation answered HTTP ") +
+                                          std::to_string(g.status) + ": " + g.body.substr(0, 200)
+                                    : std::string("one-token generation: ") + g.error;
     }
     const double sleep_s = std::min(options.poll_interval_s, options.timeout_s - secs_since(t0));
     if (sleep_s > 0) {
       // Sleep in slices so that an exit or a cancel ends the wait promptly.
       const auto until = Clock::now() + std::chrono::duration<double>(sleep_s);
       while (Clock::now() < until) {
-        if ((cancel && cancel->load()) || !alive()) break;
+        if ((cancel && cancel->load()) || !alive())
+          break;
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
       }
     }
@@ -456,7 +496,8 @@ Readiness ServerProcess::wait_ready(const ReadinessOptions& options,
     }
     r.fatal = scan_log(patterns);
     return finish(ReadinessOutcome::process_exited,
-                  "the server " + (e ? e->to_string() : std::string("ended")) + " before it was ready");
+                  "the server " + (e ? e->to_string() : std::string("ended")) +
+                      " before it was ready");
   }
   if (auto m = scan_log(patterns)) {
     r.fatal = m;
@@ -465,12 +506,12 @@ Readiness ServerProcess::wait_ready(const ReadinessOptions& options,
   char when[32];
   std::snprintf(when, sizeof when, "%.1f", options.timeout_s);
   if (health_ok_seen && r.last_health_status == 200)
-    return finish(ReadinessOutcome::probe_failed,
-                  std::string("not ready after ") + when + " s: " + options.health_path +
-                      " answers 200 but " + r.last_probe_error);
+    return finish(ReadinessOutcome::probe_failed, std::string("not ready after ") + when +
+                                                      " s: " + options.health_path +
+                                                      " answers 200 but " + r.last_probe_error);
   return finish(ReadinessOutcome::timeout,
-                std::string("not ready after ") + when + " s: " +
-                    (r.last_probe_error.empty() ? "no answer" : r.last_probe_error));
+                std::string("not ready after ") + when +
+                    " s: " + (r.last_probe_error.empty() ? "no answer" : r.last_probe_error));
 }
 
 bool ServerProcess::alive() {
@@ -486,14 +527,18 @@ std::optional<ExitInfo> ServerProcess::exit_info() {
 
 std::optional<FatalMatch> ServerProcess::scan_log(const std::vector<FatalPattern>& patterns) {
   Impl& s = *impl_;
-  if (!s.started) return std::nullopt;
+  if (!s.started)
+    return std::nullopt;
   std::lock_guard lk(s.scan_mu);
   std::ifstream in(s.spec.log_file, std::ios::binary);
-  if (!in) return std::nullopt;
+  if (!in)
+    return std::nullopt;
   in.seekg(0, std::ios::end);
   const auto size = static_cast<uint64_t>(in.tellg());
-  if (size < s.scan_offset) s.scan_offset = 0; // truncated: start over
-  if (size == s.scan_offset) return std::nullopt;
+  if (size < s.scan_offset)
+    s.scan_offset = 0; // truncated: start over
+  if (size == s.scan_offset)
+    return std::nullopt;
   const uint64_t want = std::min<uint64_t>(size - s.scan_offset, 4u << 20);
   std::string chunk(want, '\0');
   in.seekg(static_cast<std::streamoff>(s.scan_offset));
@@ -512,7 +557,8 @@ std::optional<FatalMatch> ServerProcess::scan_log(const std::vector<FatalPattern
     s.scan_carry.clear();
     return m;
   }
-  s.scan_line += static_cast<int>(std::count(text.begin(), text.begin() + static_cast<long>(complete_len), '\n'));
+  s.scan_line += static_cast<int>(
+      std::count(text.begin(), text.begin() + static_cast<long>(complete_len), '\n'));
   s.scan_carry = text.size() - complete_len < 64 * 1024 ? text.substr(complete_len) : std::string();
   return std::nullopt;
 }
@@ -521,7 +567,8 @@ StopReport ServerProcess::stop() {
   Impl& s = *impl_;
   StopReport rep;
   std::unique_lock lk(s.mu);
-  if (!s.started) return rep;
+  if (!s.started)
+    return rep;
   const auto t0 = Clock::now();
   rep.was_running = s.poll_locked();
   const pid_t pg = s.pid;
@@ -544,7 +591,8 @@ StopReport ServerProcess::stop() {
   }
   if (!s.reaped) { // group gone but the leader not yet reaped by us
     int st = 0;
-    if (::waitpid(s.pid, &st, 0) == s.pid) s.exit = exit_from_status(st);
+    if (::waitpid(s.pid, &st, 0) == s.pid)
+      s.exit = exit_from_status(st);
     s.reaped = true;
   }
   if (s.registered) {
@@ -564,21 +612,28 @@ StopReport ServerProcess::stop() {
   return rep;
 }
 
-pid_t ServerProcess::pid() const noexcept { return impl_->pid; }
-int ServerProcess::port() const noexcept { return impl_->port; }
+pid_t ServerProcess::pid() const noexcept {
+  return impl_->pid;
+}
+int ServerProcess::port() const noexcept {
+  return impl_->port;
+}
 std::string ServerProcess::base_url() const {
   const std::string& h = impl_->spec.host;
   const bool v6 = h.find(':') != std::string::npos;
   return "http://" + (v6 ? "[" + h + "]" : h) + ":" + std::to_string(impl_->port);
 }
-const std::vector<std::string>& ServerProcess::argv() const noexcept { return impl_->argv; }
+const std::vector<std::string>& ServerProcess::argv() const noexcept {
+  return impl_->argv;
+}
 const std::filesystem::path& ServerProcess::log_file() const noexcept {
   return impl_->spec.log_file;
 }
 
 std::vector<std::string> ServerProcess::log_tail(size_t lines) const {
   std::ifstream in(impl_->spec.log_file, std::ios::binary);
-  if (!in || lines == 0) return {};
+  if (!in || lines == 0)
+    return {};
   in.seekg(0, std::ios::end);
   const auto size = static_cast<int64_t>(in.tellg());
   const int64_t want = std::min<int64_t>(size, 256 * 1024);
@@ -587,8 +642,10 @@ std::vector<std::string> ServerProcess::log_tail(size_t lines) const {
   in.read(text.data(), want);
   text.resize(static_cast<size_t>(in.gcount()));
   auto all = split_lines(text);
-  if (want < size && !all.empty()) all.erase(all.begin()); // first line is partial
-  if (all.size() > lines) all.erase(all.begin(), all.end() - static_cast<long>(lines));
+  if (want < size && !all.empty())
+    all.erase(all.begin()); // first line is partial
+  if (all.size() > lines)
+    all.erase(all.begin(), all.end() - static_cast<long>(lines));
   return all;
 }
 
@@ -600,7 +657,8 @@ int bind_probe(const std::string& host, int port, bool reuse, int* out_port) {
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
   addrinfo* res = nullptr;
-  if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res) != 0) return EINVAL;
+  if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res) != 0)
+    return EINVAL;
   int err = EADDRNOTAVAIL;
   for (addrinfo* a = res; a; a = a->ai_next) {
     const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
@@ -609,7 +667,8 @@ int bind_probe(const std::string& host, int port, bool reuse, int* out_port) {
       continue;
     }
     int one = 1;
-    if (reuse) ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (reuse)
+      ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     if (::bind(fd, a->ai_addr, a->ai_addrlen) == 0) {
       if (out_port) {
         sockaddr_storage ss{};

@@ -13,11 +13,16 @@ namespace specbench {
 
 const char* to_string(WatchdogTrip trip) noexcept {
   switch (trip) {
-  case WatchdogTrip::none: return "none";
-  case WatchdogTrip::process_exited: return "process_exited";
-  case WatchdogTrip::fatal_log: return "fatal_log";
-  case WatchdogTrip::health_hang: return "health_hang";
-  case WatchdogTrip::stalled: return "stalled";
+  case WatchdogTrip::none:
+    return "none";
+  case WatchdogTrip::process_exited:
+    return "process_exited";
+  case WatchdogTrip::fatal_log:
+    return "fatal_log";
+  case WatchdogTrip::health_hang:
+    return "health_hang";
+  case WatchdogTrip::stalled:
+    return "stalled";
   }
   return "?";
 }
@@ -46,7 +51,8 @@ struct Watchdog::Impl {
       {
         std::unique_lock lk(mu);
         cv.wait_for(lk, std::chrono::duration<double>(opt.interval_s), [&] { return stop_flag; });
-        if (stop_flag) return;
+        if (stop_flag)
+          return;
       }
       WatchdogEvent ev;
       if (!server->alive()) {
@@ -55,20 +61,24 @@ struct Watchdog::Impl {
         ev.fatal = server->scan_log(opt.fatal_patterns);
         ev.reason = "the server " + (ev.exit ? ev.exit->to_string() : std::string("ended")) +
                     " while being measured";
-        if (ev.fatal) ev.reason += "; log: \"" + ev.fatal->line + "\"";
+        if (ev.fatal)
+          ev.reason += "; log: \"" + ev.fatal->line + "\"";
       } else if (auto m = server->scan_log(opt.fatal_patterns)) {
         ev.trip = WatchdogTrip::fatal_log;
         ev.fatal = m;
-        ev.reason = "fatal line in the server log: \"" + m->line + "\" (" + m->pattern.diagnosis + ")";
+        ev.reason =
+            "fatal line in the server log: \"" + m->line + "\" (" + m->pattern.diagnosis + ")";
       } else {
         if (opt.hang_timeout_s > 0) {
           auto h = detail::http_request(health_url, {}, opt.health_probe_timeout_s);
-          if (h.status == 200) last_health_ok = Clock::now();
+          if (h.status == 200)
+            last_health_ok = Clock::now();
           else if (since(last_health_ok) > opt.hang_timeout_s) {
             ev.trip = WatchdogTrip::health_hang;
             ev.reason = opt.health_path + " has not answered 200 for " +
-                        std::to_string(static_cast<int>(since(last_health_ok))) + " s (last: " +
-                        (h.status ? "HTTP " + std::to_string(h.status) : h.error) + ")";
+                        std::to_string(static_cast<int>(since(last_health_ok))) +
+                        " s (last: " + (h.status ? "HTTP " + std::to_string(h.status) : h.error) +
+                        ")";
           }
         }
         if (ev.trip == WatchdogTrip::none && opt.progress && opt.stall_timeout_s > 0) {
@@ -84,14 +94,16 @@ struct Watchdog::Impl {
           }
         }
       }
-      if (ev.trip == WatchdogTrip::none) continue;
+      if (ev.trip == WatchdogTrip::none)
+        continue;
       ev.after_s = since(t0);
       ev.log_tail = server->log_tail(40);
       {
         std::lock_guard lk(mu);
         event = ev;
       }
-      if (on_trip) on_trip(ev);
+      if (on_trip)
+        on_trip(ev);
       return;
     }
   }
@@ -106,7 +118,9 @@ Watchdog::Watchdog(ServerProcess& server, WatchdogOptions options,
   impl_->thread = std::thread([this] { impl_->loop(); });
 }
 
-Watchdog::~Watchdog() { stop(); }
+Watchdog::~Watchdog() {
+  stop();
+}
 
 std::optional<WatchdogEvent> Watchdog::tripped() const {
   std::lock_guard lk(impl_->mu);
@@ -119,7 +133,8 @@ void Watchdog::stop() {
     impl_->stop_flag = true;
   }
   impl_->cv.notify_all();
-  if (impl_->thread.joinable()) impl_->thread.join();
+  if (impl_->thread.joinable())
+    impl_->thread.join();
 }
 
 } // namespace specbench

@@ -21,13 +21,16 @@ constexpr size_t kMaxHeaderBytes = 64 * 1024;
 constexpr size_t kMaxBodyBytes = 256u << 20;
 
 std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (char& c : s)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
 }
 
 std::string trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
+    s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+    s.remove_suffix(1);
   return std::string(s);
 }
 
@@ -35,14 +38,22 @@ std::string trim(std::string_view s) {
 
 const char* reason_phrase(int status) {
   switch (status) {
-  case 200: return "OK";
-  case 400: return "Bad Request";
-  case 404: return "Not Found";
-  case 405: return "Method Not Allowed";
-  case 413: return "Payload Too Large";
-  case 500: return "Internal Server Error";
-  case 503: return "Service Unavailable";
-  default: return "Status";
+  case 200:
+    return "OK";
+  case 400:
+    return "Bad Request";
+  case 404:
+    return "Not Found";
+  case 405:
+    return "Method Not Allowed";
+  case 413:
+    return "Payload Too Large";
+  case 500:
+    return "Internal Server Error";
+  case 503:
+    return "Service Unavailable";
+  default:
+    return "Status";
   }
 }
 
@@ -50,7 +61,8 @@ bool HttpConnection::write_all(std::string_view data) {
   while (!data.empty()) {
     const ssize_t n = ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL);
     if (n < 0) {
-      if (errno == EINTR) continue;
+      if (errno == EINTR)
+        continue;
       return false;
     }
     data.remove_prefix(static_cast<size_t>(n));
@@ -81,7 +93,8 @@ bool HttpConnection::begin_chunked(int status, std::string_view content_type,
 }
 
 bool HttpConnection::write_chunk(std::string_view data) {
-  if (data.empty()) return true;
+  if (data.empty())
+    return true;
   char size[32];
   const int n = std::snprintf(size, sizeof size, "%zx\r\n", data.size());
   std::string out(size, static_cast<size_t>(n));
@@ -90,9 +103,13 @@ bool HttpConnection::write_chunk(std::string_view data) {
   return write_all(out);
 }
 
-bool HttpConnection::end_chunked() { return write_all("0\r\n\r\n"); }
+bool HttpConnection::end_chunked() {
+  return write_all("0\r\n\r\n");
+}
 
-MiniHttpServer::~MiniHttpServer() { stop(); }
+MiniHttpServer::~MiniHttpServer() {
+  stop();
+}
 
 Status MiniHttpServer::listen(const std::string& host, int port) {
   addrinfo hints{};
@@ -102,8 +119,8 @@ Status MiniHttpServer::listen(const std::string& host, int port) {
   addrinfo* res = nullptr;
   const std::string port_s = std::to_string(port);
   if (int rc = ::getaddrinfo(host.c_str(), port_s.c_str(), &hints, &res); rc != 0)
-    return Status(StatusCode::invalid_argument, "cannot resolve host '" + host + "': " +
-                                                    ::gai_strerror(rc));
+    return Status(StatusCode::invalid_argument,
+                  "cannot resolve host '" + host + "': " + ::gai_strerror(rc));
   int fd = -1;
   int err = 0;
   for (addrinfo* a = res; a; a = a->ai_next) {
@@ -114,7 +131,8 @@ Status MiniHttpServer::listen(const std::string& host, int port) {
     }
     int one = 1;
     ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (::bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, 4096) == 0) break;
+    if (::bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, 4096) == 0)
+      break;
     err = errno;
     ::close(fd);
     fd = -1;
@@ -123,8 +141,9 @@ Status MiniHttpServer::listen(const std::string& host, int port) {
   if (fd < 0) {
     const std::string what = err == EADDRINUSE ? "address already in use" : std::strerror(err);
     return Status(StatusCode::io_error,
-                  "[Errno " + std::to_string(err) + "] error while attempting to bind on address ('" +
-                      host + "', " + port_s + "): " + what,
+                  "[Errno " + std::to_string(err) +
+                      "] error while attempting to bind on address ('" + host + "', " + port_s +
+                      "): " + what,
                   "choose another port or stop the process that holds it", "bind");
   }
   sockaddr_storage ss{};
@@ -159,19 +178,24 @@ void MiniHttpServer::accept_loop() {
   for (;;) {
     pollfd p[2] = {{listen_fd_, POLLIN, 0}, {wake_pipe_[0], POLLIN, 0}};
     const int rc = ::poll(p, 2, -1);
-    if (stopping_.load()) break;
+    if (stopping_.load())
+      break;
     if (rc < 0) {
-      if (errno == EINTR) continue;
+      if (errno == EINTR)
+        continue;
       break;
     }
-    if (p[1].revents) break;
+    if (p[1].revents)
+      break;
     if (!(p[0].revents & POLLIN)) {
-      if (p[0].revents & (POLLERR | POLLHUP | POLLNVAL)) break;
+      if (p[0].revents & (POLLERR | POLLHUP | POLLNVAL))
+        break;
       continue;
     }
     const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) {
-      if (errno == EINVAL || errno == EBADF) break; // listening socket shut down (cut_all)
+      if (errno == EINVAL || errno == EBADF)
+        break; // listening socket shut down (cut_all)
       if (errno == EMFILE || errno == ENFILE)
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
       continue;
@@ -218,13 +242,15 @@ void MiniHttpServer::connection_loop(int fd) {
       }
       const ssize_t n = ::recv(fd, tmp, sizeof tmp, 0);
       if (n <= 0) {
-        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && errno == EINTR)
+          continue;
         keep = false;
         break;
       }
       buf.append(tmp, static_cast<size_t>(n));
     }
-    if (!keep) break;
+    if (!keep)
+      break;
     HttpRequest req;
     std::string_view head(buf.data(), header_end);
     const size_t line_end = head.find("\r\n");
@@ -245,7 +271,8 @@ void MiniHttpServer::connection_loop(int fd) {
     size_t pos = line_end == std::string_view::npos ? head.size() : line_end + 2;
     while (pos < head.size()) {
       size_t e = head.find("\r\n", pos);
-      if (e == std::string_view::npos) e = head.size();
+      if (e == std::string_view::npos)
+        e = head.size();
       std::string_view h = head.substr(pos, e - pos);
       if (auto c = h.find(':'); c != std::string_view::npos)
         req.headers[lower(std::string(h.substr(0, c)))] = trim(h.substr(c + 1));
@@ -268,13 +295,15 @@ void MiniHttpServer::connection_loop(int fd) {
     while (buf.size() < content_length) {
       const ssize_t n = ::recv(fd, tmp, sizeof tmp, 0);
       if (n <= 0) {
-        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && errno == EINTR)
+          continue;
         keep = false;
         break;
       }
       buf.append(tmp, static_cast<size_t>(n));
     }
-    if (!keep) break;
+    if (!keep)
+      break;
     req.body = buf.substr(0, content_length);
     buf.erase(0, content_length);
     auto conn_hdr = req.headers.find("connection");
@@ -282,7 +311,8 @@ void MiniHttpServer::connection_loop(int fd) {
     keep = handler_(req, conn) && req.keep_alive;
   }
   std::lock_guard lk(mu_);
-  if (conns_.erase(fd)) ::close(fd);
+  if (conns_.erase(fd))
+    ::close(fd);
   --active_threads_;
   cv_.notify_all();
 }
@@ -295,14 +325,17 @@ void MiniHttpServer::cut_all() {
     ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
     ::shutdown(fd, SHUT_RDWR);
   }
-  if (listen_fd_ >= 0) ::shutdown(listen_fd_, SHUT_RDWR);
+  if (listen_fd_ >= 0)
+    ::shutdown(listen_fd_, SHUT_RDWR);
 }
 
 void MiniHttpServer::stop() {
   {
     std::lock_guard lk(mu_);
-    if (stopping_.exchange(true) && listen_fd_ < 0) return;
-    for (int fd : conns_) ::shutdown(fd, SHUT_RDWR);
+    if (stopping_.exchange(true) && listen_fd_ < 0)
+      return;
+    for (int fd : conns_)
+      ::shutdown(fd, SHUT_RDWR);
     cv_.notify_all();
   }
   if (wake_pipe_[1] >= 0) {
@@ -312,11 +345,13 @@ void MiniHttpServer::stop() {
   {
     std::unique_lock lk(mu_);
     cv_.wait(lk, [&] {
-      for (int fd : conns_) ::shutdown(fd, SHUT_RDWR);
+      for (int fd : conns_)
+        ::shutdown(fd, SHUT_RDWR);
       return active_threads_ == 0;
     });
   }
-  if (listen_fd_ >= 0) ::close(listen_fd_);
+  if (listen_fd_ >= 0)
+    ::close(listen_fd_);
   listen_fd_ = -1;
   for (int& p : wake_pipe_)
     if (p >= 0) {

@@ -18,7 +18,7 @@ namespace specbench::sim {
 
 struct HttpRequest {
   std::string method;
-  std::string path;   // without the query string
+  std::string path; // without the query string
   std::string query;
   std::map<std::string, std::string> headers; // lower-case names
   std::string body;
@@ -35,7 +35,8 @@ public:
   bool send(int status, std::string_view content_type, std::string_view body,
             const std::string& extra_headers = {}, bool keep_alive = true);
   // Streaming: headers with Transfer-Encoding: chunked, then chunks, then the terminator.
-  bool begin_chunked(int status, std::string_view content_type, const std::string& extra_headers = {});
+  bool begin_chunked(int status, std::string_view content_type,
+                     const std::string& extra_headers = {});
   bool write_chunk(std::string_view data);
   bool end_chunked();
 

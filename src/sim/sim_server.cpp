@@ -1,8 +1,8 @@
 // The simulated inference server: HTTP endpoints (SGLang subset + OpenAI completions) over
 // MiniHttpServer, a batching scheduler thread that runs SimDecoder steps and sleeps the simulated
 // cost of each batched forward pass, and the fault modes the tests use.
-#include "sim/mini_http.hpp"
 #include "specbench/sim_server.hpp"
+#include "sim/mini_http.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -36,7 +36,8 @@ std::vector<int32_t> tokenize(const std::string& text, int vocab) {
   bool in_word = false;
   for (char c : text) {
     if (c == ' ' || c == '\n' || c == '\t' || c == '\r') {
-      if (in_word) ids.push_back(static_cast<int32_t>(h % static_cast<uint64_t>(vocab)));
+      if (in_word)
+        ids.push_back(static_cast<int32_t>(h % static_cast<uint64_t>(vocab)));
       in_word = false;
       h = 1469598103934665603ULL;
     } else {
@@ -44,7 +45,8 @@ std::vector<int32_t> tokenize(const std::string& text, int vocab) {
       h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
     }
   }
-  if (in_word) ids.push_back(static_cast<int32_t>(h % static_cast<uint64_t>(vocab)));
+  if (in_word)
+    ids.push_back(static_cast<int32_t>(h % static_cast<uint64_t>(vocab)));
   return ids;
 }
 
@@ -57,7 +59,8 @@ void append_token_text(std::string& out, int32_t t) {
 std::string token_text(const std::vector<int32_t>& ids, size_t from = 0) {
   std::string s;
   s.reserve((ids.size() - std::min(from, ids.size())) * 5);
-  for (size_t i = from; i < ids.size(); ++i) append_token_text(s, ids[i]);
+  for (size_t i = from; i < ids.size(); ++i)
+    append_token_text(s, ids[i]);
   return s;
 }
 
@@ -67,8 +70,8 @@ enum class Api { generate, completions, chat };
 struct Job {
   Job(const SyntheticModel& m, SimDecodeConfig c, std::vector<int32_t> prompt, int max_new,
       double temperature, uint64_t seed)
-      : dec(m, c, prompt, max_new, temperature, seed), prompt_tokens(static_cast<int>(prompt.size())),
-        max_new(max_new) {}
+      : dec(m, c, prompt, max_new, temperature, seed),
+        prompt_tokens(static_cast<int>(prompt.size())), max_new(max_new) {}
   SimDecoder dec;
   int prompt_tokens = 0;
   int max_new = 0;
@@ -133,7 +136,8 @@ struct SimServer::Impl {
       std::fflush(stderr);
     }
     log.push_back(std::move(line));
-    if (log.size() > 10000) log.erase(log.begin(), log.begin() + 5000);
+    if (log.size() > 10000)
+      log.erase(log.begin(), log.begin() + 5000);
   }
 
   bool loading() const { return seconds_since(started) < opt.load_time_s; }
@@ -146,10 +150,11 @@ struct SimServer::Impl {
       {
         std::unique_lock lk(mu);
         cv.wait(lk, [&] {
-          return stopping.load() || (!hung.load() && !crashed.load() &&
-                                     (!pending.empty() || !running.empty()));
+          return stopping.load() ||
+                 (!hung.load() && !crashed.load() && (!pending.empty() || !running.empty()));
         });
-        if (stopping.load()) break;
+        if (stopping.load())
+          break;
         while (!pending.empty() && static_cast<int>(running.size()) < opt.max_running_requests) {
           running.push_back(std::move(pending.front()));
           pending.pop_front();
@@ -157,7 +162,8 @@ struct SimServer::Impl {
         std::erase_if(running, [](const auto& j) { return j->cancelled.load(); });
         batch = running;
       }
-      if (batch.empty()) continue;
+      if (batch.empty())
+        continue;
       // The cost of this batched forward pass, charged before its tokens appear.
       double cost_us = opt.target_fixed_us;
       int draft_positions = 0;
@@ -176,9 +182,12 @@ struct SimServer::Impl {
       };
       std::vector<Delta> deltas(batch.size());
       for (size_t i = 0; i < batch.size(); ++i) {
-        const SimGeneration before = {{}, {}, batch[i]->dec.generation().verify_steps,
+        const SimGeneration before = {{},
+                                      {},
+                                      batch[i]->dec.generation().verify_steps,
                                       batch[i]->dec.generation().correct_drafts,
-                                      batch[i]->dec.generation().proposed_drafts, {}};
+                                      batch[i]->dec.generation().proposed_drafts,
+                                      {}};
         deltas[i].toks = batch[i]->dec.step();
         const SimGeneration& after = batch[i]->dec.generation();
         deltas[i].verify = after.verify_steps - before.verify_steps;
@@ -189,9 +198,11 @@ struct SimServer::Impl {
         std::unique_lock lk(mu);
         cv.wait_until(lk, t0 + std::chrono::microseconds(static_cast<int64_t>(cost_us)),
                       [&] { return stopping.load(); });
-        if (stopping.load()) break;
+        if (stopping.load())
+          break;
         // hang-after / crash while this pass "ran": its tokens never come out.
-        if (hung.load() || crashed.load()) continue;
+        if (hung.load() || crashed.load())
+          continue;
         ++stats.forward_passes;
         stats.simulated_busy_s += cost_us * 1e-6;
         int64_t tokens = 0, verify = 0, accepted = 0, correct = 0, proposed = 0;
@@ -253,7 +264,9 @@ struct SimServer::Impl {
   bool send_error(sim::HttpConnection& c, int status, const std::string& message,
                   const std::string& type = "BadRequestError") {
     json e = {{"error", {{"message", message}, {"type", type}, {"code", status}}},
-              {"object", "error"}, {"message", message}, {"synthetic_model", true}};
+              {"object", "error"},
+              {"message", message},
+              {"synthetic_model", true}};
     return send_json(c, status, e);
   }
 
@@ -277,17 +290,20 @@ struct SimServer::Impl {
     crashed.store(true);
     {
       std::lock_guard lk(mu);
-      for (auto& j : running) j->cv.notify_all();
-      for (auto& j : pending) j->cv.notify_all();
+      for (auto& j : running)
+        j->cv.notify_all();
+      for (auto& j : pending)
+        j->cv.notify_all();
     }
     http.cut_all();
   }
 
   json server_info() {
     std::lock_guard lk(mu);
-    json st = {{"last_gen_throughput", last_gen_throughput},
-               {"memory_usage", {{"weight", 0}, {"kvcache", 0}, {"token_capacity", 0}, {"graph", 0}}},
-               {"synthetic_model", true}};
+    json st = {
+        {"last_gen_throughput", last_gen_throughput},
+        {"memory_usage", {{"weight", 0}, {"kvcache", 0}, {"token_capacity", 0}, {"graph", 0}}},
+        {"synthetic_model", true}};
     if (speculative() && total_forward_ct > 0)
       st["avg_spec_accept_length"] = static_cast<double>(total_accept_tokens) / total_forward_ct;
     json info = {
@@ -334,7 +350,8 @@ struct SimServer::Impl {
     gauge("specbench_sim:synthetic_model", "1: this server's model is synthetic", 1);
     counter("sglang:num_requests_total", "generation requests received",
             static_cast<double>(stats.generation_requests));
-    counter("sglang:prompt_tokens_total", "prompt tokens", static_cast<double>(prompt_tokens_total));
+    counter("sglang:prompt_tokens_total", "prompt tokens",
+            static_cast<double>(prompt_tokens_total));
     counter("sglang:generation_tokens_total", "generated tokens",
             static_cast<double>(stats.output_tokens));
     gauge("sglang:num_running_reqs", "running requests", static_cast<double>(running.size()));
@@ -379,12 +396,14 @@ struct SimServer::Impl {
   // Parses a generation body; returns an error message (empty when fine).
   std::string parse_gen(Api api, const std::string& body, GenRequest& g) {
     json j = json::parse(body, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) return "request body is not a JSON object";
+    if (j.is_discarded() || !j.is_object())
+      return "request body is not a JSON object";
     g.api = api;
     const int vocab = model.options().vocab;
     auto ids_from = [&](const json& a) -> bool {
       for (const auto& x : a) {
-        if (!x.is_number_integer()) return false;
+        if (!x.is_number_integer())
+          return false;
         g.ids.push_back(static_cast<int32_t>(x.get<int64_t>()));
       }
       return true;
@@ -394,8 +413,10 @@ struct SimServer::Impl {
       if (api == Api::generate) {
         if (j.contains("input_ids") && j["input_ids"].is_array()) {
           const json& a = j["input_ids"];
-          if (!a.empty() && a[0].is_array()) return "batch requests are not supported by sim-server";
-          if (!ids_from(a)) return "input_ids must be integers";
+          if (!a.empty() && a[0].is_array())
+            return "batch requests are not supported by sim-server";
+          if (!ids_from(a))
+            return "input_ids must be integers";
         } else if (j.contains("text") && j["text"].is_string()) {
           g.ids = tokenize(j["text"].get<std::string>(), vocab);
         } else {
@@ -405,23 +426,30 @@ struct SimServer::Impl {
         g.max_new = sp.value("max_new_tokens", 128);
         g.temperature = sp.value("temperature", 1.0);
         g.seed = sp.value("sampling_seed", static_cast<uint64_t>(0));
-        if (j.contains("rid") && j["rid"].is_string()) g.rid = j["rid"];
+        if (j.contains("rid") && j["rid"].is_string())
+          g.rid = j["rid"];
       } else {
         g.model = j.value("model", opt.model_path);
         if (api == Api::completions) {
-          if (!j.contains("prompt")) return "prompt is required";
+          if (!j.contains("prompt"))
+            return "prompt is required";
           const json& p = j["prompt"];
-          if (p.is_string()) g.ids = tokenize(p.get<std::string>(), vocab);
+          if (p.is_string())
+            g.ids = tokenize(p.get<std::string>(), vocab);
           else if (p.is_array() && !p.empty() && p[0].is_string())
             g.ids = tokenize(p[0].get<std::string>(), vocab);
           else if (p.is_array()) {
-            if (!ids_from(p)) return "prompt token array must hold integers";
-          } else return "prompt must be a string or an array of token ids";
+            if (!ids_from(p))
+              return "prompt token array must hold integers";
+          } else
+            return "prompt must be a string or an array of token ids";
         } else {
-          if (!j.contains("messages") || !j["messages"].is_array()) return "messages is required";
+          if (!j.contains("messages") || !j["messages"].is_array())
+            return "messages is required";
           std::string all;
           for (const auto& m : j["messages"]) {
-            if (!m.is_object()) return "each message must be an object";
+            if (!m.is_object())
+              return "each message must be an object";
             all += m.value("role", std::string("user")) + ": ";
             if (m.contains("content") && m["content"].is_string())
               all += m["content"].get<std::string>();
@@ -439,8 +467,10 @@ struct SimServer::Impl {
     } catch (const json::exception& e) {
       return std::string("invalid field: ") + e.what();
     }
-    if (g.max_new < 0) return "max_new_tokens must be at least 0";
-    if (g.rid.empty()) g.rid = "sim-" + std::to_string(next_id.fetch_add(1));
+    if (g.max_new < 0)
+      return "max_new_tokens must be at least 0";
+    if (g.rid.empty())
+      g.rid = "sim-" + std::to_string(next_id.fetch_add(1));
     return {};
   }
 
@@ -449,8 +479,10 @@ struct SimServer::Impl {
     const int64_t ctx = opt.context_length;
     // The wordings SGLang's tokenizer manager uses for these two cases.
     if (in >= ctx)
-      return "The input (" + std::to_string(in) + " tokens) is longer than the model's context "
-             "length (" + std::to_string(ctx) + " tokens).";
+      return "The input (" + std::to_string(in) +
+             " tokens) is longer than the model's context "
+             "length (" +
+             std::to_string(ctx) + " tokens).";
     if (in + g.max_new > ctx)
       return "Requested token count exceeds the model's maximum context length of " +
              std::to_string(ctx) + " tokens. You requested a total of " +
@@ -463,11 +495,13 @@ struct SimServer::Impl {
 
   json spec_fields(const SimGeneration& gen, int64_t completion) const {
     json m = json::object();
-    if (!speculative() || gen.verify_steps <= 0) return m;
+    if (!speculative() || gen.verify_steps <= 0)
+      return m;
     m["spec_verify_ct"] = gen.verify_steps;
     m["spec_accept_length"] = static_cast<double>(completion) / gen.verify_steps;
-    m["spec_accept_rate"] =
-        gen.proposed_drafts > 0 ? static_cast<double>(gen.correct_drafts) / gen.proposed_drafts : 0.0;
+    m["spec_accept_rate"] = gen.proposed_drafts > 0
+                                ? static_cast<double>(gen.correct_drafts) / gen.proposed_drafts
+                                : 0.0;
     m["spec_num_correct_drafts"] = gen.correct_drafts;
     m["spec_num_proposed_drafts"] = gen.proposed_drafts;
     m["spec_accepted_drafts"] = gen.correct_drafts;
@@ -477,10 +511,11 @@ struct SimServer::Impl {
     return m;
   }
 
-  json meta_info(const GenRequest& g, const Job& j, const std::vector<int32_t>& out, bool finished) {
+  json meta_info(const GenRequest& g, const Job& j, const std::vector<int32_t>& out,
+                 bool finished) {
     json m = {{"id", g.rid},
-              {"finish_reason", finished ? json{{"type", "length"}, {"length", g.max_new}}
-                                         : json(nullptr)},
+              {"finish_reason",
+               finished ? json{{"type", "length"}, {"length", g.max_new}} : json(nullptr)},
               {"prompt_tokens", j.prompt_tokens},
               {"completion_tokens", out.size()},
               {"cached_tokens", 0},
@@ -513,22 +548,27 @@ struct SimServer::Impl {
     json ev;
     if (g.api == Api::generate) {
       // SGLang's default streaming: cumulative text and output_ids in every chunk.
-      ev = {{"text", token_text(out)}, {"output_ids", out},
+      ev = {{"text", token_text(out)},
+            {"output_ids", out},
             {"meta_info", meta_info(g, j, out, finished)}};
     } else {
       const std::string delta = token_text(out, from);
-      json choice = {{"index", 0}, {"logprobs", nullptr},
+      json choice = {{"index", 0},
+                     {"logprobs", nullptr},
                      {"finish_reason", finished ? json("length") : json(nullptr)}};
-      if (g.api == Api::completions) choice["text"] = delta;
-      else choice["delta"] = from == 0 ? json{{"role", "assistant"}, {"content", delta}}
-                                       : json{{"content", delta}};
+      if (g.api == Api::completions)
+        choice["text"] = delta;
+      else
+        choice["delta"] =
+            from == 0 ? json{{"role", "assistant"}, {"content", delta}} : json{{"content", delta}};
       ev = {{"id", g.rid},
             {"object", g.api == Api::completions ? "text_completion" : "chat.completion.chunk"},
             {"created", static_cast<int64_t>(std::time(nullptr))},
             {"model", g.model},
             {"choices", json::array({choice})}};
     }
-    if (finished) ev["synthetic_model"] = true;
+    if (finished)
+      ev["synthetic_model"] = true;
     std::string s = "data: ";
     s += ev.dump();
     s += "\n\n";
@@ -549,11 +589,15 @@ struct SimServer::Impl {
   std::string full_body(const GenRequest& g, const Job& j, const std::vector<int32_t>& out) {
     json r;
     if (g.api == Api::generate) {
-      r = {{"text", token_text(out)}, {"output_ids", out}, {"meta_info", meta_info(g, j, out, true)}};
+      r = {{"text", token_text(out)},
+           {"output_ids", out},
+           {"meta_info", meta_info(g, j, out, true)}};
     } else {
       json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", "length"}};
-      if (g.api == Api::completions) choice["text"] = token_text(out);
-      else choice["message"] = {{"role", "assistant"}, {"content", token_text(out)}};
+      if (g.api == Api::completions)
+        choice["text"] = token_text(out);
+      else
+        choice["message"] = {{"role", "assistant"}, {"content", token_text(out)}};
       r = {{"id", g.rid},
            {"object", g.api == Api::completions ? "text_completion" : "chat.completion"},
            {"created", static_cast<int64_t>(std::time(nullptr))},
@@ -573,19 +617,23 @@ struct SimServer::Impl {
                 std::vector<size_t>* ends = nullptr) {
     std::unique_lock lk(j.m);
     for (;;) {
-      if (stopping.load() || crashed.load()) return false;
-      if (j.steps_published > seen || j.finished) break;
+      if (stopping.load() || crashed.load())
+        return false;
+      if (j.steps_published > seen || j.finished)
+        break;
       j.cv.wait_for(lk, std::chrono::milliseconds(100));
     }
     out = j.output;
     finished = j.finished;
-    if (ends) ends->assign(j.step_ends.begin() + static_cast<long>(seen), j.step_ends.end());
+    if (ends)
+      ends->assign(j.step_ends.begin() + static_cast<long>(seen), j.step_ends.end());
     seen = j.steps_published;
     return true;
   }
 
   bool handle_generation(Api api, const sim::HttpRequest& req, sim::HttpConnection& c) {
-    if (req.method != "POST" && req.method != "PUT") return send_error(c, 405, "use POST");
+    if (req.method != "POST" && req.method != "PUT")
+      return send_error(c, 405, "use POST");
     const int64_t n = generation_count.fetch_add(1) + 1;
     {
       std::lock_guard lk(mu);
@@ -593,12 +641,14 @@ struct SimServer::Impl {
     }
     const SimFault f = opt.fault.kind;
     if (f == SimFault::crash_after && n > opt.fault.after) {
-      if (opt.crash_exits_process) crash_process();
+      if (opt.crash_exits_process)
+        crash_process();
       crash_in_process();
       return false;
     }
     if (f == SimFault::hang_after && n > opt.fault.after) {
-      if (!hung.exchange(true)) log_line("simulated hang (--fault hang-after): no more answers");
+      if (!hung.exchange(true))
+        log_line("simulated hang (--fault hang-after): no more answers");
       return block_forever();
     }
     if (f == SimFault::unavailable || f == SimFault::nccl_error || loading())
@@ -633,14 +683,17 @@ struct SimServer::Impl {
     }
     const bool bad_bytes = f == SimFault::trickle || f == SimFault::wrong_content_length;
     if (g.stream && !bad_bytes) {
-      if (!c.begin_chunked(200, "text/event-stream", extra_headers())) return job->cancelled = true, false;
+      if (!c.begin_chunked(200, "text/event-stream", extra_headers()))
+        return job->cancelled = true, false;
       size_t seen = 0, sent_tokens = 0;
       std::vector<int32_t> out, prefix;
       std::vector<size_t> ends;
       bool finished = false;
       while (!finished) {
-        if (!wait_job(*job, seen, out, finished, &ends)) return job->cancelled = true, false;
-        if (ends.empty()) ends.push_back(out.size()); // max_new_tokens 0
+        if (!wait_job(*job, seen, out, finished, &ends))
+          return job->cancelled = true, false;
+        if (ends.empty())
+          ends.push_back(out.size()); // max_new_tokens 0
         // One event per forward pass, even when several passes ended before we woke up.
         std::string ev;
         for (size_t k = 0; k < ends.size(); ++k) {
@@ -651,10 +704,13 @@ struct SimServer::Impl {
         }
         if (f == SimFault::malformed_json)
           ev = "data: {\"text\": \"w1 w2\", \"meta_info\": {\"completion_tokens\": \n\n";
-        if (!c.write_chunk(ev)) return job->cancelled = true, false;
-        if (f == SimFault::malformed_json) break;
+        if (!c.write_chunk(ev))
+          return job->cancelled = true, false;
+        if (f == SimFault::malformed_json)
+          break;
       }
-      if (!c.write_chunk("data: [DONE]\n\n") || !c.end_chunked()) return false;
+      if (!c.write_chunk("data: [DONE]\n\n") || !c.end_chunked())
+        return false;
       return true;
     }
     // Non-streaming (and the byte-level faults, which render the whole answer first).
@@ -662,7 +718,8 @@ struct SimServer::Impl {
     bool finished = false;
     size_t seen = 0;
     while (!finished) {
-      if (!wait_job(*job, seen, out, finished)) return job->cancelled = true, false;
+      if (!wait_job(*job, seen, out, finished))
+        return job->cancelled = true, false;
     }
     if (f == SimFault::malformed_json)
       return c.send(200, "application/json",
@@ -690,51 +747,63 @@ struct SimServer::Impl {
       c.write_all(head + body);
       return false;
     }
-    if (f != SimFault::trickle) return c.send(200, ctype, body, extra_headers(), req.keep_alive);
+    if (f != SimFault::trickle)
+      return c.send(200, ctype, body, extra_headers(), req.keep_alive);
     // trickle: one byte per interval.
     std::string all = "HTTP/1.1 200 OK\r\nContent-Type: " + std::string(ctype) +
                       "\r\nContent-Length: " + std::to_string(body.size()) +
                       "\r\nConnection: close\r\n" + extra_headers() + "\r\n" + body;
     for (char ch : all) {
-      if (!c.write_all(std::string_view(&ch, 1))) return false;
-      if (!http.sleep_ms(opt.trickle_interval_ms)) return false;
+      if (!c.write_all(std::string_view(&ch, 1)))
+        return false;
+      if (!http.sleep_ms(opt.trickle_interval_ms))
+        return false;
     }
     return false;
   }
 
   bool handle(const sim::HttpRequest& req, sim::HttpConnection& c) {
-    if (crashed.load()) return false;
-    if (opt.fault.kind == SimFault::hang || hung.load()) return block_forever();
+    if (crashed.load())
+      return false;
+    if (opt.fault.kind == SimFault::hang || hung.load())
+      return block_forever();
     const std::string& p = req.path;
-    if (p == "/generate") return handle_generation(Api::generate, req, c);
-    if (p == "/v1/completions") return handle_generation(Api::completions, req, c);
-    if (p == "/v1/chat/completions") return handle_generation(Api::chat, req, c);
+    if (p == "/generate")
+      return handle_generation(Api::generate, req, c);
+    if (p == "/v1/completions")
+      return handle_generation(Api::completions, req, c);
+    if (p == "/v1/chat/completions")
+      return handle_generation(Api::chat, req, c);
     if (p == "/health" || p == "/health_generate") {
       if (opt.fault.kind == SimFault::unavailable || opt.fault.kind == SimFault::nccl_error ||
           loading())
         return c.send(503, "text/plain", "", extra_headers());
       return c.send(200, "text/plain", "", extra_headers());
     }
-    if (p == "/server_info" || p == "/get_server_info") return send_json(c, 200, server_info());
+    if (p == "/server_info" || p == "/get_server_info")
+      return send_json(c, 200, server_info());
     if (p == "/model_info" || p == "/get_model_info")
-      return send_json(c, 200, {{"model_path", opt.model_path},
-                                {"tokenizer_path", opt.model_path},
-                                {"is_generation", true},
-                                {"synthetic_model", true},
-                                {"note", sim_synthetic_note()}});
+      return send_json(c, 200,
+                       {{"model_path", opt.model_path},
+                        {"tokenizer_path", opt.model_path},
+                        {"is_generation", true},
+                        {"synthetic_model", true},
+                        {"note", sim_synthetic_note()}});
     if (p == "/metrics")
       return c.send(200, "text/plain; version=0.0.4", metrics_text(), extra_headers());
     if (p == "/v1/models")
-      return send_json(c, 200, {{"object", "list"},
-                                {"data", json::array({{{"id", opt.model_path},
-                                                       {"object", "model"},
-                                                       {"owned_by", "specbench-sim"},
-                                                       {"max_model_len", opt.context_length}}})},
-                                {"synthetic_model", true}});
+      return send_json(c, 200,
+                       {{"object", "list"},
+                        {"data", json::array({{{"id", opt.model_path},
+                                               {"object", "model"},
+                                               {"owned_by", "specbench-sim"},
+                                               {"max_model_len", opt.context_length}}})},
+                        {"synthetic_model", true}});
     if (p == "/flush_cache") {
       std::lock_guard lk(mu);
       if (!running.empty() || !pending.empty())
-        return c.send(400, "text/plain", "Cache not flushed: requests are running.", extra_headers());
+        return c.send(400, "text/plain", "Cache not flushed: requests are running.",
+                      extra_headers());
       pend_accept_tokens = pend_forward_ct = total_accept_tokens = total_forward_ct = 0;
       return c.send(200, "text/plain", "Cache flushed.", extra_headers());
     }
@@ -742,22 +811,24 @@ struct SimServer::Impl {
   }
 };
 
-SimServer::SimServer(SimServerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
+SimServer::SimServer(SimServerOptions options)
+    : impl_(std::make_unique<Impl>(std::move(options))) {}
 
-SimServer::~SimServer() { stop(); }
+SimServer::~SimServer() {
+  stop();
+}
 
 Status SimServer::start() {
   Impl& s = *impl_;
   const auto& o = s.opt;
   s.log_line(std::string("specbench sim-server starting: ") + sim_synthetic_note());
   s.log_line("model_path=" + o.model_path + " tp_size=" + std::to_string(o.tp_size) +
-             " context_length=" + std::to_string(o.context_length) + " vocab=" +
-             std::to_string(s.model.options().vocab) + " agreement=" +
-             std::to_string(s.model.options().agreement) + " algorithm=" +
-             (o.algorithm_name.empty() ? std::string("none") : o.algorithm_name) +
-             " num_draft_tokens=" + std::to_string(o.decode.block) +
-             " ddtree_budget=" + std::to_string(o.decode.budget) + " fault=" +
-             to_string(o.fault.kind));
+             " context_length=" + std::to_string(o.context_length) +
+             " vocab=" + std::to_string(s.model.options().vocab) +
+             " agreement=" + std::to_string(s.model.options().agreement) +
+             " algorithm=" + (o.algorithm_name.empty() ? std::string("none") : o.algorithm_name) +
+             " num_draft_tokens=" + std::to_string(o.decode.block) + " ddtree_budget=" +
+             std::to_string(o.decode.budget) + " fault=" + to_string(o.fault.kind));
   switch (o.fault.kind) {
   case SimFault::fail_start: {
     const std::string m = "RuntimeError: Failed to get device capability: CUDA unknown error";
@@ -775,7 +846,8 @@ Status SimServer::start() {
     s.log_line(m);
     return Status(StatusCode::unavailable, m, {}, "sim-server");
   }
-  default: break;
+  default:
+    break;
   }
   if (Status st = s.http.listen(o.host, o.port); !st) {
     s.log_line("ERROR: " + st.message());
@@ -793,19 +865,25 @@ Status SimServer::start() {
   return Status::ok();
 }
 
-int SimServer::port() const noexcept { return impl_->http.port(); }
+int SimServer::port() const noexcept {
+  return impl_->http.port();
+}
 
 void SimServer::stop() {
   Impl& s = *impl_;
-  if (s.stopping.exchange(true)) return;
+  if (s.stopping.exchange(true))
+    return;
   {
     std::lock_guard lk(s.mu);
     s.cv.notify_all();
-    for (auto& j : s.running) j->cv.notify_all();
-    for (auto& j : s.pending) j->cv.notify_all();
+    for (auto& j : s.running)
+      j->cv.notify_all();
+    for (auto& j : s.pending)
+      j->cv.notify_all();
   }
   s.http.stop();
-  if (s.scheduler_started) s.scheduler.join();
+  if (s.scheduler_started)
+    s.scheduler.join();
   s.scheduler_started = false;
 }
 

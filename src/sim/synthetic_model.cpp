@@ -18,7 +18,9 @@ uint64_t mix(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-double unit(uint64_t h) { return static_cast<double>(h >> 11) * (1.0 / 9007199254740992.0); }
+double unit(uint64_t h) {
+  return static_cast<double>(h >> 11) * (1.0 / 9007199254740992.0);
+}
 
 uint64_t context_hash(uint64_t seed, int32_t prev2, int32_t prev1, int64_t position) {
   uint64_t h = mix(seed ^ 0x7a3c0f11ULL);
@@ -30,9 +32,11 @@ uint64_t context_hash(uint64_t seed, int32_t prev2, int32_t prev1, int64_t posit
 void log_softmax(std::vector<float>& v) {
   const float m = *std::max_element(v.begin(), v.end());
   double sum = 0;
-  for (float x : v) sum += std::exp(static_cast<double>(x - m));
+  for (float x : v)
+    sum += std::exp(static_cast<double>(x - m));
   const float lse = m + static_cast<float>(std::log(sum));
-  for (float& x : v) x -= lse;
+  for (float& x : v)
+    x -= lse;
 }
 
 } // namespace
@@ -40,8 +44,10 @@ void log_softmax(std::vector<float>& v) {
 SyntheticModel::SyntheticModel(SyntheticModelOptions options) : opt_(options) {
   opt_.vocab = std::clamp(opt_.vocab, 2, 65536);
   opt_.agreement = std::clamp(opt_.agreement, 0.0, 1.0);
-  if (!(opt_.sharpness > 0)) opt_.sharpness = 8.0;
-  if (!(opt_.depth_decay >= 0)) opt_.depth_decay = 0.0;
+  if (!(opt_.sharpness > 0))
+    opt_.sharpness = 8.0;
+  if (!(opt_.depth_decay >= 0))
+    opt_.depth_decay = 0.0;
 }
 
 void SyntheticModel::target_logits(int32_t prev2, int32_t prev1, int64_t position,
@@ -79,18 +85,22 @@ int32_t SyntheticModel::target_token(int32_t prev2, int32_t prev1, int64_t posit
   const float m = *std::max_element(logits.begin(), logits.end());
   std::vector<double> p(opt_.vocab);
   double sum = 0;
-  for (int v = 0; v < opt_.vocab; ++v) sum += (p[v] = std::exp((logits[v] - m) / temperature));
-  const double r = unit(mix(context_hash(sample_seed ^ 0x5a5a5a5aULL, prev2, prev1, position))) * sum;
+  for (int v = 0; v < opt_.vocab; ++v)
+    sum += (p[v] = std::exp((logits[v] - m) / temperature));
+  const double r =
+      unit(mix(context_hash(sample_seed ^ 0x5a5a5a5aULL, prev2, prev1, position))) * sum;
   double acc = 0;
   for (int v = 0; v < opt_.vocab; ++v)
-    if ((acc += p[v]) > r) return v;
+    if ((acc += p[v]) > r)
+      return v;
   return opt_.vocab - 1;
 }
 
 void SyntheticModel::draft_logits(int32_t prev2, int32_t prev1, int64_t position, int depth,
                                   std::span<float> out) const {
   target_logits(prev2, prev1, position, out);
-  if (opt_.agreement >= 1.0) return;
+  if (opt_.agreement >= 1.0)
+    return;
   const double a = std::max(opt_.agreement, 1e-3);
   const double sigma = (1.0 - a) / a * (1.0 + opt_.depth_decay * std::max(0, depth - 1));
   const uint64_t h = mix(context_hash(opt_.seed ^ 0xd1a5ULL, prev2, prev1, position) ^
@@ -108,10 +118,13 @@ SimDecoder::SimDecoder(const SyntheticModel& model, SimDecodeConfig config,
       temperature_(temperature), sample_seed_(sample_seed) {
   const int vocab = model.options().vocab;
   ctx_.reserve(prompt.size() + static_cast<size_t>(max_new_) + 2);
-  for (int32_t id : prompt) ctx_.push_back(static_cast<int32_t>(((id % vocab) + vocab) % vocab));
-  if (ctx_.empty()) ctx_.push_back(0);
+  for (int32_t id : prompt)
+    ctx_.push_back(static_cast<int32_t>(((id % vocab) + vocab) % vocab));
+  if (ctx_.empty())
+    ctx_.push_back(0);
   prompt_len_ = ctx_.size();
-  if (cfg_.kind == MethodKind::linear) cfg_.block = std::max(cfg_.block, 1);
+  if (cfg_.kind == MethodKind::linear)
+    cfg_.block = std::max(cfg_.block, 1);
   if (cfg_.kind == MethodKind::tree) {
     cfg_.block = std::max(cfg_.block, 2);
     cfg_.budget = std::max(cfg_.budget, 1);
@@ -123,23 +136,29 @@ bool SimDecoder::done() const noexcept {
 }
 
 int SimDecoder::next_verify_width() const noexcept {
-  if (!prefilled_) return static_cast<int>(prompt_len_);
+  if (!prefilled_)
+    return static_cast<int>(prompt_len_);
   switch (cfg_.kind) {
-  case MethodKind::autoregressive: return 1;
-  case MethodKind::linear: return cfg_.block;
-  case MethodKind::tree: return cfg_.budget + 1;
+  case MethodKind::autoregressive:
+    return 1;
+  case MethodKind::linear:
+    return cfg_.block;
+  case MethodKind::tree:
+    return cfg_.budget + 1;
   }
   return 1;
 }
 
 int SimDecoder::next_draft_positions() const noexcept {
-  if (!prefilled_ || cfg_.kind == MethodKind::autoregressive) return 0;
+  if (!prefilled_ || cfg_.kind == MethodKind::autoregressive)
+    return 0;
   return cfg_.block - 1;
 }
 
 std::vector<int32_t> SimDecoder::step() {
   std::vector<int32_t> committed;
-  if (done()) return committed;
+  if (done())
+    return committed;
   const SyntheticModel& m = *model_;
   const int vocab = m.options().vocab;
   auto prev = [&](size_t back) -> int32_t { // ctx_[size - back], or a sentinel before the start
@@ -191,7 +210,8 @@ std::vector<int32_t> SimDecoder::step() {
         }
       }
       acc = verify_chain_reference(drafts, target);
-      for (size_t i = 1; i < acc.path.size(); ++i) committed.push_back(drafts[acc.path[i] - 1]);
+      for (size_t i = 1; i < acc.path.size(); ++i)
+        committed.push_back(drafts[acc.path[i] - 1]);
       gen_.proposed_drafts += depth;
     } else {
       const DraftTree tree =
@@ -205,7 +225,8 @@ std::vector<int32_t> SimDecoder::step() {
         target[i] = m.target_token(before, tok, base + tree.depths[i], temperature_, sample_seed_);
       }
       acc = verify_tree_reference(tree, target);
-      for (size_t i = 1; i < acc.path.size(); ++i) committed.push_back(tree.tokens[acc.path[i]]);
+      for (size_t i = 1; i < acc.path.size(); ++i)
+        committed.push_back(tree.tokens[acc.path[i]]);
       gen_.proposed_drafts += cfg_.budget;
     }
     committed.push_back(acc.bonus_token);
@@ -215,7 +236,8 @@ std::vector<int32_t> SimDecoder::step() {
       gen_.histogram.resize(acc.accepted_drafts() + 1, 0);
     ++gen_.histogram[acc.accepted_drafts()];
   }
-  if (static_cast<int>(committed.size()) > remaining) committed.resize(remaining);
+  if (static_cast<int>(committed.size()) > remaining)
+    committed.resize(remaining);
   if (gen_.verify_steps > static_cast<int64_t>(gen_.accept_lengths.size()))
     gen_.accept_lengths.push_back(static_cast<int>(committed.size()));
   for (int32_t t : committed) {
@@ -229,45 +251,60 @@ SimGeneration simulate_generation(const SyntheticModel& model, const SimDecodeCo
                                   std::span<const int32_t> prompt, int max_new_tokens,
                                   double temperature, uint64_t sample_seed) {
   SimDecoder d(model, config, prompt, max_new_tokens, temperature, sample_seed);
-  while (!d.done()) d.step();
+  while (!d.done())
+    d.step();
   return d.generation();
 }
 
 const char* to_string(SimFault fault) noexcept {
   switch (fault) {
-  case SimFault::none: return "none";
-  case SimFault::fail_start: return "fail-start";
-  case SimFault::oom_start: return "oom-start";
-  case SimFault::exit_start: return "exit-start";
-  case SimFault::nccl_error: return "nccl-error";
-  case SimFault::crash_after: return "crash-after";
-  case SimFault::hang: return "hang";
-  case SimFault::hang_after: return "hang-after";
-  case SimFault::unavailable: return "unavailable";
-  case SimFault::malformed_json: return "malformed-json";
-  case SimFault::trickle: return "trickle";
-  case SimFault::wrong_content_length: return "wrong-content-length";
+  case SimFault::none:
+    return "none";
+  case SimFault::fail_start:
+    return "fail-start";
+  case SimFault::oom_start:
+    return "oom-start";
+  case SimFault::exit_start:
+    return "exit-start";
+  case SimFault::nccl_error:
+    return "nccl-error";
+  case SimFault::crash_after:
+    return "crash-after";
+  case SimFault::hang:
+    return "hang";
+  case SimFault::hang_after:
+    return "hang-after";
+  case SimFault::unavailable:
+    return "unavailable";
+  case SimFault::malformed_json:
+    return "malformed-json";
+  case SimFault::trickle:
+    return "trickle";
+  case SimFault::wrong_content_length:
+    return "wrong-content-length";
   }
   return "?";
 }
 
 Expected<SimFaultSpec> parse_sim_fault(std::string_view text) {
   static const SimFault all[] = {
-      SimFault::none,       SimFault::fail_start,  SimFault::oom_start,
-      SimFault::exit_start, SimFault::nccl_error,  SimFault::crash_after,
-      SimFault::hang,       SimFault::hang_after,  SimFault::unavailable,
-      SimFault::malformed_json, SimFault::trickle, SimFault::wrong_content_length};
+      SimFault::none,           SimFault::fail_start, SimFault::oom_start,
+      SimFault::exit_start,     SimFault::nccl_error, SimFault::crash_after,
+      SimFault::hang,           SimFault::hang_after, SimFault::unavailable,
+      SimFault::malformed_json, SimFault::trickle,    SimFault::wrong_content_length};
   std::string_view name = text, count;
   if (auto colon = text.find(':'); colon != std::string_view::npos) {
     name = text.substr(0, colon);
     count = text.substr(colon + 1);
   }
   for (SimFault f : all) {
-    if (name != to_string(f)) continue;
+    if (name != to_string(f))
+      continue;
     SimFaultSpec spec{f, 0};
     const bool counted = f == SimFault::crash_after || f == SimFault::hang_after;
     if (counted) {
-      if (count.empty()) count = "0";
+      if (count.empty())
+        count = "0";
       int n = 0;
       for (char c : count) {
         if (c < '0' || c > '9' || n > 100000000)
@@ -279,13 +316,14 @@ Expected<SimFaultSpec> parse_sim_fault(std::string_view text) {
       spec.after = n;
     } else if (!count.empty()) {
       return Status(StatusCode::invalid_argument,
-                    "fault '" + std::string(name) + "' takes no count", "drop ':" +
-                        std::string(count) + "'");
+                    "fault '" + std::string(name) + "' takes no count",
+                    "drop ':" + std::string(count) + "'");
     }
     return spec;
   }
   std::string names;
-  for (SimFault f : all) names += std::string(names.empty() ? "" : ", ") + to_string(f);
+  for (SimFault f : all)
+    names += std::string(names.empty() ? "" : ", ") + to_string(f);
   return Status(StatusCode::invalid_argument, "unknown fault '" + std::string(text) + "'",
                 "use one of: " + names + " (crash-after:N, hang-after:N)");
 }

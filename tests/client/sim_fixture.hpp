@@ -21,7 +21,9 @@ inline SimServerOptions fast_sim(MethodKind kind = MethodKind::autoregressive, i
   o.decode.kind = kind;
   o.decode.block = block;
   o.decode.budget = budget;
-  o.algorithm_name = kind == MethodKind::autoregressive ? "" : kind == MethodKind::linear ? "DFLASH" : "DDTREE";
+  o.algorithm_name = kind == MethodKind::autoregressive ? ""
+                     : kind == MethodKind::linear       ? "DFLASH"
+                                                        : "DDTREE";
   o.decode_log_interval = 1;
   o.crash_exits_process = false;
   o.trickle_interval_ms = 20;
@@ -31,7 +33,8 @@ inline SimServerOptions fast_sim(MethodKind kind = MethodKind::autoregressive, i
 struct LocalSim {
   explicit LocalSim(SimServerOptions o) : server(std::make_unique<SimServer>(std::move(o))) {
     Status st = server->start();
-    if (!st) throw std::runtime_error(st.to_string());
+    if (!st)
+      throw std::runtime_error(st.to_string());
     url = "http://127.0.0.1:" + std::to_string(server->port());
   }
   std::unique_ptr<SimServer> server;

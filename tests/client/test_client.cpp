@@ -32,7 +32,8 @@ Workload small_workload(int prompt_tokens, int max_new, int requests, int concur
   return w;
 }
 
-ClientOptions opts_for(const std::string& url, ApiKind api = ApiKind::generate, bool stream = true) {
+ClientOptions opts_for(const std::string& url, ApiKind api = ApiKind::generate,
+                       bool stream = true) {
   ClientOptions o;
   o.base_url = url;
   o.api = api;
@@ -109,7 +110,9 @@ TEST(Client, MeasuredAcceptanceEqualsWhatTheServerComputed) {
   EXPECT_NEAR(d.acceptance_length, acc.acceptance_length_unbiased, 1e-9);
   EXPECT_NE(d.acceptance_source.find("sim-server"), std::string::npos);
   EXPECT_GT(d.draft_acceptance_rate, 0);
-  EXPECT_DOUBLE_EQ(d.counter_deltas.at("sglang:generation_tokens_total{model_name=\"synthetic/sim-model\"}"), 320);
+  EXPECT_DOUBLE_EQ(
+      d.counter_deltas.at("sglang:generation_tokens_total{model_name=\"synthetic/sim-model\"}"),
+      320);
 }
 
 TEST(Client, NonStreamingGenerateAndOpenAIShapes) {
@@ -137,8 +140,10 @@ TEST(Client, NonStreamingGenerateAndOpenAIShapes) {
       for (const auto& r : run->records) {
         ASSERT_TRUE(r.ok) << to_string(api) << " stream=" << stream << ": " << r.error_message;
         EXPECT_EQ(r.output_tokens, 20); // usage.completion_tokens
-        if (api == ApiKind::completions) EXPECT_EQ(r.prompt_tokens, 12); // ids sent as a token array
-        else EXPECT_GE(r.prompt_tokens, 12); // ids written as words, plus the role
+        if (api == ApiKind::completions)
+          EXPECT_EQ(r.prompt_tokens, 12); // ids sent as a token array
+        else
+          EXPECT_GE(r.prompt_tokens, 12); // ids written as words, plus the role
         EXPECT_EQ(r.finish_reason, "length");
         EXPECT_TRUE(r.spec.draft_n.has_value()); // llama.cpp-style timings
         EXPECT_GE(r.spec.draft_n.value_or(0), r.spec.draft_n_accepted.value_or(-1));
@@ -208,9 +213,11 @@ TEST(Client, ContextOverflowIsRecognised) {
 
 TEST(Client, OverflowWordingsOfOtherServers) {
   EXPECT_TRUE(is_context_overflow_message(
-      400, R"({"message":"This model's maximum context length is 4096 tokens. However, you requested 4122 tokens"})"));
+      400,
+      R"({"message":"This model's maximum context length is 4096 tokens. However, you requested 4122 tokens"})"));
   EXPECT_TRUE(is_context_overflow_message(
-      400, R"({"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error"}})"));
+      400,
+      R"({"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error"}})"));
   EXPECT_FALSE(is_context_overflow_message(400, R"({"error":"temperature must be >= 0"})"));
   EXPECT_FALSE(is_context_overflow_message(500, "maximum context length"));
 }
@@ -224,7 +231,8 @@ TEST(Prompts, SyntheticPromptsHaveExactLengthsAndAreDeterministic) {
     EXPECT_EQ((*a)[i].input_ids.size(), 37u);
     EXPECT_EQ((*a)[i].tokens, 37);
     EXPECT_EQ((*a)[i].input_ids, (*b)[i].input_ids);
-    for (int32_t id : (*a)[i].input_ids) EXPECT_TRUE(id >= 1000 && id <= 30000);
+    for (int32_t id : (*a)[i].input_ids)
+      EXPECT_TRUE(id >= 1000 && id <= 30000);
   }
   EXPECT_NE((*a)[0].input_ids, (*a)[1].input_ids);
   w.seed = 12;
@@ -240,8 +248,10 @@ TEST(Prompts, DatasetJsonl) {
   const auto dir = specbench::testing::make_temp_dir("prompts");
   {
     std::ofstream f(dir / "ok.jsonl");
-    f << R"({"prompt": "hello there"})" << "\n\n"
-      << R"({"text": "t", "input_ids": [1, 2, 3]})" << "\n"
+    f << R"({"prompt": "hello there"})"
+      << "\n\n"
+      << R"({"text": "t", "input_ids": [1, 2, 3]})"
+      << "\n"
       << R"({"messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}]})"
       << "\n";
   }
@@ -255,7 +265,10 @@ TEST(Prompts, DatasetJsonl) {
   EXPECT_EQ((*p)[2].messages[0].role, "system");
   {
     std::ofstream f(dir / "bad.jsonl");
-    f << R"({"prompt": "fine"})" << "\n" << R"({"input_ids": [1, "x"]})" << "\n";
+    f << R"({"prompt": "fine"})"
+      << "\n"
+      << R"({"input_ids": [1, "x"]})"
+      << "\n";
   }
   auto bad = load_prompt_dataset(dir / "bad.jsonl");
   ASSERT_FALSE(bad.has_value());

@@ -94,7 +94,8 @@ TEST(ClientFaults, IdleTimeoutCatchesAStreamThatStallsMidResponse) {
     if (r.error == ErrorKind::timeout_total &&
         r.error_message.find("mid-response") != std::string::npos)
       ++idle;
-    if (r.error == ErrorKind::timeout_first_byte) ++first;
+    if (r.error == ErrorKind::timeout_first_byte)
+      ++first;
   }
   EXPECT_EQ(idle, 1);
   EXPECT_EQ(first, 1);
@@ -120,7 +121,8 @@ TEST(ClientFaults, HangIsAFirstByteTimeout) {
   auto run = c.run(requests(3), 3);
   ASSERT_TRUE(run.has_value());
   EXPECT_LT(seconds(t0), 3.0);
-  for (const auto& r : run->records) EXPECT_EQ(r.error, ErrorKind::timeout_first_byte);
+  for (const auto& r : run->records)
+    EXPECT_EQ(r.error, ErrorKind::timeout_first_byte);
 }
 
 TEST(ClientFaults, UnavailableIsAnHttpError) {
@@ -197,7 +199,8 @@ TEST(ClientFaults, AbortEndsEveryRequestPromptly) {
   int not_sent = 0;
   for (const auto& r : run->records) {
     EXPECT_EQ(r.error, ErrorKind::aborted);
-    if (r.start_s < 0) ++not_sent;
+    if (r.start_s < 0)
+      ++not_sent;
   }
   EXPECT_EQ(not_sent, 6);
   EXPECT_EQ(run->failed_count, 10);

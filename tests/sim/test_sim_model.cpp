@@ -13,7 +13,8 @@ namespace {
 
 std::vector<int32_t> prompt_of(int seed, int len) {
   std::vector<int32_t> p(len);
-  for (int i = 0; i < len; ++i) p[i] = (seed * 7919 + i * 104729) % 50000;
+  for (int i = 0; i < len; ++i)
+    p[i] = (seed * 7919 + i * 104729) % 50000;
   return p;
 }
 
@@ -37,10 +38,9 @@ TEST(SimModel, SpeculativeDecodingIsLosslessGreedyAndSampled) {
       const auto ar = simulate_generation(m, {MethodKind::autoregressive, 1, 0}, p, 90, temp, 42);
       ASSERT_EQ(ar.output.size(), 90u);
       EXPECT_EQ(ar.verify_steps, 0);
-      for (SimDecodeConfig c : {SimDecodeConfig{MethodKind::linear, 8, 0},
-                                SimDecodeConfig{MethodKind::linear, 16, 0},
-                                SimDecodeConfig{MethodKind::tree, 16, 8},
-                                SimDecodeConfig{MethodKind::tree, 16, 64}}) {
+      for (SimDecodeConfig c :
+           {SimDecodeConfig{MethodKind::linear, 8, 0}, SimDecodeConfig{MethodKind::linear, 16, 0},
+            SimDecodeConfig{MethodKind::tree, 16, 8}, SimDecodeConfig{MethodKind::tree, 16, 64}}) {
         const auto sp = simulate_generation(m, c, p, 90, temp, 42);
         EXPECT_EQ(sp.output, ar.output) << "method " << static_cast<int>(c.kind) << " budget "
                                         << c.budget << " temp " << temp << " prompt " << s;
@@ -67,10 +67,12 @@ TEST(SimModel, PerfectDrafterIsAcceptedInFull) {
   SyntheticModel m({.vocab = 64, .agreement = 1.0});
   const auto g = simulate_generation(m, {MethodKind::linear, 8, 0}, prompt_of(3, 5), 1 + 8 * 10);
   EXPECT_EQ(g.verify_steps, 10);
-  for (int a : g.accept_lengths) EXPECT_EQ(a, 8);
+  for (int a : g.accept_lengths)
+    EXPECT_EQ(a, 8);
   // A tree always holds the argmax path's first node, so a perfect drafter accepts >= 1 draft.
   const auto t = simulate_generation(m, {MethodKind::tree, 8, 7}, prompt_of(3, 5), 1 + 8 * 10);
-  for (size_t i = 0; i + 1 < t.accept_lengths.size(); ++i) EXPECT_GE(t.accept_lengths[i], 2);
+  for (size_t i = 0; i + 1 < t.accept_lengths.size(); ++i)
+    EXPECT_GE(t.accept_lengths[i], 2);
 }
 
 TEST(SimModel, AcceptanceGrowsWithBudgetAndAgreement) {
@@ -85,7 +87,8 @@ TEST(SimModel, AcceptanceGrowsWithBudgetAndAgreement) {
   EXPECT_GT(b32, chain); // a 32-node tree beats a 15-deep chain at this agreement
   SyntheticModel weak({.vocab = 256, .agreement = 0.4});
   EXPECT_LT(mean_acceptance(weak, {MethodKind::tree, 16, 32}, 12, 160), b32);
-  std::printf("acceptance: chain-16 %.2f, tree b8 %.2f, b32 %.2f, b128 %.2f\n", chain, b8, b32, b128);
+  std::printf("acceptance: chain-16 %.2f, tree b8 %.2f, b32 %.2f, b128 %.2f\n", chain, b8, b32,
+              b128);
 }
 
 TEST(SimModel, DecoderReportsVerifyWidthAndDraftPositions) {
@@ -96,7 +99,8 @@ TEST(SimModel, DecoderReportsVerifyWidthAndDraftPositions) {
   EXPECT_EQ(d.step().size(), 1u);
   EXPECT_EQ(d.next_verify_width(), 21);
   EXPECT_EQ(d.next_draft_positions(), 15);
-  while (!d.done()) EXPECT_FALSE(d.step().empty());
+  while (!d.done())
+    EXPECT_FALSE(d.step().empty());
   EXPECT_TRUE(d.step().empty());
   EXPECT_EQ(d.generation().output.size(), 30u);
 }
