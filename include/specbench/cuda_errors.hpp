@@ -12,7 +12,7 @@ namespace specbench {
 
 /// What a CUDA error code means and what to do about it.
 struct CudaErrorInfo {
-  int code = 0;                ///< numeric value (driver and runtime agree for these)
+  int code = 0;                  ///< numeric value (driver and runtime agree for these)
   const char* driver_name = "";  ///< CUresult name, e.g. "CUDA_ERROR_UNKNOWN"
   const char* runtime_name = ""; ///< cudaError_t name, e.g. "cudaErrorUnknown"
   const char* cause = "";        ///< the likely cause on a server

@@ -36,17 +36,17 @@ const char* to_string(CheckStatus status) noexcept;
 
 /// One check: what it read, how long it took, and on warn/fail a diagnosis and a remedy.
 struct CheckResult {
-  std::string id;                        ///< stable id, e.g. "cuda.init", "compute.gpu0.kernel"
+  std::string id; ///< stable id, e.g. "cuda.init", "compute.gpu0.kernel"
   PreflightLayer layer = PreflightLayer::host; ///< the layer it belongs to
   CheckStatus status = CheckStatus::pass;      ///< pass / warn / fail / skipped
-  int gpu = -1;                          ///< CUDA ordinal it concerns, -1 = not one GPU
-  std::string summary;                   ///< one line for the table
+  int gpu = -1;                                ///< CUDA ordinal it concerns, -1 = not one GPU
+  std::string summary;                         ///< one line for the table
   std::vector<std::pair<std::string, std::string>> facts; ///< what it read, in order
-  double elapsed_ms = 0.0;               ///< wall time of this check
-  std::string diagnosis;                 ///< on warn/fail: the most likely cause
-  std::string remedy;                    ///< on warn/fail: what to do
-  int cuda_error = 0;                    ///< CUDA error code it got (0 = none)
-  std::string cuda_error_name;           ///< e.g. "CUDA_ERROR_UNKNOWN" (empty = none)
+  double elapsed_ms = 0.0;                                ///< wall time of this check
+  std::string diagnosis;                                  ///< on warn/fail: the most likely cause
+  std::string remedy;                                     ///< on warn/fail: what to do
+  int cuda_error = 0;                                     ///< CUDA error code it got (0 = none)
+  std::string cuda_error_name; ///< e.g. "CUDA_ERROR_UNKNOWN" (empty = none)
 };
 
 /// Time and verdict of one layer (the worst of its checks).
@@ -66,28 +66,28 @@ struct GpuResult {
   std::string uuid;           ///< "GPU-..."
   std::string pci_bus_id;     ///< normalised "0000:18:00.0"
   int compute_capability = 0; ///< major*10+minor, e.g. 90 (0 = unknown)
-  std::uint64_t memory_total_bytes = 0; ///< total device memory (0 = unknown)
-  std::uint64_t memory_used_bytes = 0;  ///< used per NVML (0 = unknown)
-  std::uint64_t memory_free_bytes = 0;  ///< free per NVML or cuMemGetInfo (0 = unknown)
+  std::uint64_t memory_total_bytes = 0;      ///< total device memory (0 = unknown)
+  std::uint64_t memory_used_bytes = 0;       ///< used per NVML (0 = unknown)
+  std::uint64_t memory_free_bytes = 0;       ///< free per NVML or cuMemGetInfo (0 = unknown)
   CheckStatus status = CheckStatus::skipped; ///< worst status of the checks that concern it
-  double bandwidth_gbps = 0.0;          ///< device-to-device copy bandwidth, GB/s (0 = not measured)
+  double bandwidth_gbps = 0.0; ///< device-to-device copy bandwidth, GB/s (0 = not measured)
 };
 
 /// Facts about the machine the preflight ran on.
 struct HostFacts {
-  std::string hostname;             ///< gethostname()
-  std::string kernel;               ///< uname release
-  std::string container;            ///< "none", "lxc", "docker", "podman", "kubernetes", ...
-  std::string driver_version;       ///< from NVML or /proc/driver/nvidia/version ("" = unknown)
-  std::string kernel_module_version;///< from /proc/driver/nvidia/version ("" = unknown)
-  int cuda_driver_version = 0;      ///< cuDriverGetVersion (e.g. 13000), 0 = unknown
-  int cuda_runtime_version = 0;     ///< CUDA version specbench was built with, 0 = not compiled
-  int nvml_device_count = -1;       ///< -1 = NVML did not answer
-  int cuda_device_count = -1;       ///< -1 = cuDeviceGetCount did not answer
+  std::string hostname;              ///< gethostname()
+  std::string kernel;                ///< uname release
+  std::string container;             ///< "none", "lxc", "docker", "podman", "kubernetes", ...
+  std::string driver_version;        ///< from NVML or /proc/driver/nvidia/version ("" = unknown)
+  std::string kernel_module_version; ///< from /proc/driver/nvidia/version ("" = unknown)
+  int cuda_driver_version = 0;       ///< cuDriverGetVersion (e.g. 13000), 0 = unknown
+  int cuda_runtime_version = 0;      ///< CUDA version specbench was built with, 0 = not compiled
+  int nvml_device_count = -1;        ///< -1 = NVML did not answer
+  int cuda_device_count = -1;        ///< -1 = cuDeviceGetCount did not answer
   std::optional<std::string> cuda_visible_devices;   ///< the variable, if set
   std::optional<std::string> nvidia_visible_devices; ///< the variable, if set
-  std::string libcuda_path;         ///< where libcuda.so.1 was loaded from ("" = not loaded)
-  std::string libnvidia_ml_path;    ///< where libnvidia-ml.so.1 was loaded from
+  std::string libcuda_path;      ///< where libcuda.so.1 was loaded from ("" = not loaded)
+  std::string libnvidia_ml_path; ///< where libnvidia-ml.so.1 was loaded from
 };
 
 /// Time limits of the parts that can hang. A child past its limit is killed, never waited for.
@@ -99,15 +99,15 @@ struct PreflightTimeouts {
 
 /// What to check. A plan never starts anything by itself; run_preflight() does.
 struct PreflightPlan {
-  int tp = 1;               ///< GPUs the phase needs (tensor-parallel group size)
-  std::vector<int> gpus;    ///< CUDA ordinals to use; empty = the first `tp` visible devices
-  std::string model_path;   ///< model directory to check; empty = no model layer
-  std::uint64_t min_free_memory_bytes = 0;  ///< per planned GPU; 0 = no minimum
+  int tp = 1;             ///< GPUs the phase needs (tensor-parallel group size)
+  std::vector<int> gpus;  ///< CUDA ordinals to use; empty = the first `tp` visible devices
+  std::string model_path; ///< model directory to check; empty = no model layer
+  std::uint64_t min_free_memory_bytes = 0;      ///< per planned GPU; 0 = no minimum
   std::uint64_t allocation_bytes = 64ull << 20; ///< compute: test allocation per GPU
   double model_memory_headroom = 1.1; ///< model fits when weights*headroom <= free of the group
-  bool gemm = true;         ///< compute: cuBLAS GEMM against a CPU reference (if cuBLAS loads)
-  bool bandwidth = true;    ///< compute: device-memory bandwidth figure
-  bool nccl = true;         ///< interconnect: NCCL all-reduce (if NCCL loads)
+  bool gemm = true;           ///< compute: cuBLAS GEMM against a CPU reference (if cuBLAS loads)
+  bool bandwidth = true;      ///< compute: device-memory bandwidth figure
+  bool nccl = true;           ///< interconnect: NCCL all-reduce (if NCCL loads)
   PreflightTimeouts timeouts; ///< limits of the child process steps
   /// Executable of the GPU probe; empty = $SPECBENCH_GPU_PROBE, then "specbench-gpu-probe" next
   /// to the running binary (or in ../bin, ../libexec), then the build tree.

@@ -1,5 +1,6 @@
 // specbench preflight: the layered GPU check. Parses arguments, calls run_preflight, prints the
-// table or the JSON, and maps the verdict to the exit code (0 pass/warn, 1 failed, 2 could not run).
+// table or the JSON, and maps the verdict to the exit code (0 pass/warn, 1 failed, 2 could not
+// run).
 #include "cli/command.hpp"
 
 #include "specbench/preflight.hpp"
@@ -31,14 +32,17 @@ Registrar reg{Command{
       auto* sub = app.add_subcommand(
           "preflight", "Check every layer of the GPU stack (host, driver, CUDA, compute, "
                        "interconnect, model) and say which one is broken and why");
-      sub->add_option("--tp", args->tp, "GPUs in the tensor-parallel group")->check(CLI::Range(1, 64));
+      sub->add_option("--tp", args->tp, "GPUs in the tensor-parallel group")
+          ->check(CLI::Range(1, 64));
       sub->add_option("--gpus", args->gpus, "CUDA ordinals to use, e.g. 0,1,2,3 or 0-3");
-      sub->add_option("--model", args->model, "model directory to check (config, safetensors, fit)");
+      sub->add_option("--model", args->model,
+                      "model directory to check (config, safetensors, fit)");
       sub->add_flag("--json", args->json, "print the report as JSON (schema_version 1)");
       sub->add_option("--min-free-gib", args->min_free_gib, "fail if a planned GPU has less free");
       sub->add_option("--alloc-mib", args->alloc_mib, "test allocation per GPU (default 64)");
       sub->add_option("--init-timeout", args->init_timeout_s, "seconds for cuInit/count (15)");
-      sub->add_option("--compute-timeout", args->compute_timeout_s, "seconds per compute step (30)");
+      sub->add_option("--compute-timeout", args->compute_timeout_s,
+                      "seconds per compute step (30)");
       sub->add_option("--interconnect-timeout", args->interconnect_timeout_s,
                       "seconds per interconnect step (60)");
       sub->add_flag("--no-gemm", args->no_gemm, "skip the cuBLAS GEMM");
@@ -58,12 +62,15 @@ Registrar reg{Command{
             return exit_could_not_run;
           }
           plan.gpus = *list;
-          if (args->tp == 1 && plan.gpus.size() > 1) plan.tp = static_cast<int>(plan.gpus.size());
+          if (args->tp == 1 && plan.gpus.size() > 1)
+            plan.tp = static_cast<int>(plan.gpus.size());
         }
         plan.model_path = args->model;
         plan.min_free_memory_bytes = static_cast<std::uint64_t>(args->min_free_gib * (1ull << 30));
         plan.allocation_bytes = static_cast<std::uint64_t>(args->alloc_mib * (1ull << 20));
-        auto ms = [](double s) { return std::chrono::milliseconds(static_cast<long long>(s * 1000)); };
+        auto ms = [](double s) {
+          return std::chrono::milliseconds(static_cast<long long>(s * 1000));
+        };
         plan.timeouts.cuda_init = ms(args->init_timeout_s);
         plan.timeouts.compute = ms(args->compute_timeout_s);
         plan.timeouts.interconnect = ms(args->interconnect_timeout_s);
@@ -78,7 +85,8 @@ Registrar reg{Command{
         else
           std::cout << report.to_table(stdout_is_tty());
         std::cout.flush();
-        if (report.could_not_run()) return exit_could_not_run;
+        if (report.could_not_run())
+          return exit_could_not_run;
         return report.passed() ? exit_ok : exit_check_failed;
       };
     }}};

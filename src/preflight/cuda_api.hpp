@@ -55,8 +55,8 @@ struct DriverApi {
   CUresult (*cuModuleLoadData)(CUmodule*, const void*) = nullptr;
   CUresult (*cuModuleUnload)(CUmodule) = nullptr;
   CUresult (*cuModuleGetFunction)(CUfunction*, CUmodule, const char*) = nullptr;
-  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
-                             unsigned, unsigned, CUstream, void**, void**) = nullptr;
+  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                             unsigned, CUstream, void**, void**) = nullptr;
   CUresult (*cuEventCreate)(CUevent*, unsigned) = nullptr;
   CUresult (*cuEventRecord)(CUevent, CUstream) = nullptr;
   CUresult (*cuEventSynchronize)(CUevent) = nullptr;
@@ -72,11 +72,13 @@ inline std::string DriverApi::resolve(const DynLib& lib) {
   std::string missing;
   auto need = [&](auto& f, const char* name) {
     f = lib.fn<std::remove_reference_t<decltype(f)>>(name);
-    if (!f && missing.empty()) missing = name;
+    if (!f && missing.empty())
+      missing = name;
   };
   auto want = [&](auto& f, std::initializer_list<const char*> names) {
     for (const char* n : names)
-      if ((f = lib.fn<std::remove_reference_t<decltype(f)>>(n))) return;
+      if ((f = lib.fn<std::remove_reference_t<decltype(f)>>(n)))
+        return;
   };
   need(cuInit, "cuInit");
   need(cuDriverGetVersion, "cuDriverGetVersion");
@@ -116,8 +118,8 @@ inline std::string DriverApi::resolve(const DynLib& lib) {
 // cuBLAS (libcublas.so.13/12), column-major SGEMM.
 using cublasHandle_t = struct cublasContext*;
 struct CublasApi {
-  int (*create)(cublasHandle_t*) = nullptr;  // cublasCreate_v2
-  int (*destroy)(cublasHandle_t) = nullptr;  // cublasDestroy_v2
+  int (*create)(cublasHandle_t*) = nullptr; // cublasCreate_v2
+  int (*destroy)(cublasHandle_t) = nullptr; // cublasDestroy_v2
   int (*sgemm)(cublasHandle_t, int, int, int, int, int, const float*, const float*, int,
                const float*, int, const float*, float*, int) = nullptr; // cublasSgemm_v2
 };

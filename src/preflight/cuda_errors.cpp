@@ -77,11 +77,14 @@ std::vector<CudaErrorInfo> build_table() {
        "(NCCL_P2P_DISABLE=1, slower)",
        false},
       {218, "CUDA_ERROR_INVALID_PTX", "cudaErrorInvalidPtx",
-       "the driver's JIT could not compile the embedded PTX", "rebuild for this GPU's "
-       "architecture or upgrade the driver", false},
+       "the driver's JIT could not compile the embedded PTX",
+       "rebuild for this GPU's "
+       "architecture or upgrade the driver",
+       false},
       {220, "CUDA_ERROR_NVLINK_UNCORRECTABLE", "cudaErrorNvlinkUncorrectable",
        "an uncorrectable NVLink error happened",
-       "check nvidia-smi nvlink -e and Xids; reset the GPUs / reboot; report hardware if it repeats",
+       "check nvidia-smi nvlink -e and Xids; reset the GPUs / reboot; report hardware if it "
+       "repeats",
        true},
       {221, "CUDA_ERROR_JIT_COMPILER_NOT_FOUND", "cudaErrorJitCompilerNotFound",
        "the PTX JIT compiler library (libnvidia-ptxjitcompiler) is missing",
@@ -122,7 +125,8 @@ std::vector<CudaErrorInfo> build_table() {
       {719, "CUDA_ERROR_LAUNCH_FAILED", "cudaErrorLaunchFailure",
        "an exception happened in a kernel (often after ECC/Xid events or a suspend/resume); the "
        "context is unusable",
-       "restart the process; check dmesg Xids and nvidia-smi -q -d ECC; reset the GPU if it repeats",
+       "restart the process; check dmesg Xids and nvidia-smi -q -d ECC; reset the GPU if it "
+       "repeats",
        true},
       {800, "CUDA_ERROR_NOT_PERMITTED", "cudaErrorNotPermitted",
        "the operation is not permitted (MPS client restrictions, or missing privileges)",
@@ -177,12 +181,14 @@ const CudaErrorInfo* find_cuda_error(int code) noexcept {
   const auto& t = cuda_error_table();
   auto it = std::lower_bound(t.begin(), t.end(), code,
                              [](const CudaErrorInfo& e, int c) { return e.code < c; });
-  if (it == t.end() || it->code != code) return nullptr;
+  if (it == t.end() || it->code != code)
+    return nullptr;
   return &*it;
 }
 
 std::string cuda_error_name(int code) {
-  if (const auto* e = find_cuda_error(code)) return e->driver_name;
+  if (const auto* e = find_cuda_error(code))
+    return e->driver_name;
   return "CUDA error " + std::to_string(code);
 }
 

@@ -1,14 +1,15 @@
 #include "preflight/dynlib.hpp"
 
 #include <dlfcn.h>
-#include <link.h>
 #include <filesystem>
+#include <link.h>
 
 namespace specbench::preflight {
 
 DynLib& DynLib::operator=(DynLib&& o) noexcept {
   if (this != &o) {
-    if (handle_) ::dlclose(handle_);
+    if (handle_)
+      ::dlclose(handle_);
     handle_ = o.handle_;
     path_ = std::move(o.path_);
     error_ = std::move(o.error_);
@@ -18,7 +19,8 @@ DynLib& DynLib::operator=(DynLib&& o) noexcept {
 }
 
 DynLib::~DynLib() {
-  if (handle_) ::dlclose(handle_);
+  if (handle_)
+    ::dlclose(handle_);
 }
 
 void* DynLib::symbol(const char* name) const noexcept {
@@ -50,7 +52,8 @@ DynLib DynLib::open(const std::vector<std::string>& names, const std::vector<std
     }
     lib.handle_ = h;
     lib.path_ = loaded_path(h);
-    if (lib.path_.empty()) lib.path_ = what;
+    if (lib.path_.empty())
+      lib.path_ = what;
     lib.error_.clear();
     return true;
   };
@@ -65,10 +68,12 @@ DynLib DynLib::open(const std::vector<std::string>& names, const std::vector<std
   for (const auto& dir : dirs)
     for (const auto& name : names) {
       const std::string candidate = dir + "/" + name;
-      if (std::filesystem::exists(candidate) && attempt(candidate)) return lib;
+      if (std::filesystem::exists(candidate) && attempt(candidate))
+        return lib;
     }
   for (const auto& name : names)
-    if (attempt(name)) return lib;
+    if (attempt(name))
+      return lib;
   return lib;
 }
 

@@ -32,7 +32,8 @@ void emit(int fd, const json& event) {
   size_t left = line.size();
   while (left > 0) {
     const ssize_t n = ::write(fd, p, left);
-    if (n <= 0) return; // the parent went away; nothing useful left to do
+    if (n <= 0)
+      return; // the parent went away; nothing useful left to do
     p += n;
     left -= static_cast<size_t>(n);
   }
@@ -49,8 +50,8 @@ private:
     json ev;
     Clock::time_point t0 = Clock::now();
     Step(Probe* p, std::string id, int gpu) : probe(p) {
-      ev = {{"ev", "check"}, {"id", std::move(id)}, {"gpu", gpu}, {"status", "pass"},
-            {"facts", json::object()}, {"rc", 0}};
+      ev = {{"ev", "check"},    {"id", std::move(id)},     {"gpu", gpu},
+            {"status", "pass"}, {"facts", json::object()}, {"rc", 0}};
       emit(probe->fd_, {{"ev", "begin"}, {"id", ev["id"]}, {"gpu", gpu}});
     }
     Step& fact(const std::string& k, const json& v) {
@@ -79,12 +80,19 @@ private:
   };
 
   void skipped(const std::string& id, int gpu, const std::string& why) {
-    emit(fd_, {{"ev", "check"}, {"id", id}, {"gpu", gpu}, {"status", "skipped"}, {"summary", why},
-               {"facts", json::object()}, {"rc", 0}, {"ms", 0.0}});
+    emit(fd_, {{"ev", "check"},
+               {"id", id},
+               {"gpu", gpu},
+               {"status", "skipped"},
+               {"summary", why},
+               {"facts", json::object()},
+               {"rc", 0},
+               {"ms", 0.0}});
   }
   std::string error_name(int rc) const {
     const char* name = nullptr;
-    if (api_.cuGetErrorName && api_.cuGetErrorName(rc, &name) == 0 && name) return name;
+    if (api_.cuGetErrorName && api_.cuGetErrorName(rc, &name) == 0 && name)
+      return name;
     return cuda_error_name(rc);
   }
   bool load_driver();
@@ -101,8 +109,8 @@ private:
   cu::DriverApi api_;
   int count_ = 0;
   std::vector<int> planned_;
-  std::vector<cu::CUcontext> ctx_;  // by ordinal, nullptr = no context
-  std::vector<bool> healthy_;       // by ordinal: every compute step passed
+  std::vector<cu::CUcontext> ctx_; // by ordinal, nullptr = no context
+  std::vector<bool> healthy_;      // by ordinal: every compute step passed
   DynLib cublas_lib_;
   cu::CublasApi cublas_;
   bool cublas_tried_ = false;
@@ -111,7 +119,8 @@ private:
 std::vector<std::string> string_list(const json& j) {
   std::vector<std::string> out;
   if (j.is_array())
-    for (const auto& v : j) out.push_back(v.get<std::string>());
+    for (const auto& v : j)
+      out.push_back(v.get<std::string>());
   return out;
 }
 std::string library_override(const json& req, const char* key) {
@@ -199,15 +208,18 @@ void Probe::enumerate() {
       continue;
     }
     char buf[256] = {};
-    if (api_.cuDeviceGetName(buf, sizeof buf, dev) == 0) d["name"] = buf;
+    if (api_.cuDeviceGetName(buf, sizeof buf, dev) == 0)
+      d["name"] = buf;
     char bus[64] = {};
-    if (api_.cuDeviceGetPCIBusId(bus, sizeof bus, dev) == 0) d["pci_bus_id"] = bus;
+    if (api_.cuDeviceGetPCIBusId(bus, sizeof bus, dev) == 0)
+      d["pci_bus_id"] = bus;
     cu::CUuuid uuid{};
     if (api_.cuDeviceGetUuid && api_.cuDeviceGetUuid(&uuid, dev) == 0) {
       static const char* hex = "0123456789abcdef";
       std::string s = "GPU-";
       for (int b = 0; b < 16; ++b) {
-        if (b == 4 || b == 6 || b == 8 || b == 10) s += '-';
+        if (b == 4 || b == 6 || b == 8 || b == 10)
+          s += '-';
         s += hex[uuid.bytes[b] >> 4];
         s += hex[uuid.bytes[b] & 15];
       }
@@ -218,7 +230,8 @@ void Probe::enumerate() {
         api_.cuDeviceGetAttribute(&minor, cu::attr_cc_minor, dev) == 0)
       d["cc"] = major * 10 + minor;
     size_t total = 0;
-    if (api_.cuDeviceTotalMem(&total, dev) == 0) d["total"] = total;
+    if (api_.cuDeviceTotalMem(&total, dev) == 0)
+      d["total"] = total;
     emit(fd_, d);
   }
 }
@@ -271,7 +284,8 @@ bool Probe::kernel_step(int ordinal, cu::CUdeviceptr buf, unsigned n) {
   }
   size_t bad = 0, first_bad = 0;
   for (unsigned i = 0; i < n; ++i)
-    if (host[i] != probe_fill_value(i, seed) && bad++ == 0) first_bad = i;
+    if (host[i] != probe_fill_value(i, seed) && bad++ == 0)
+      first_bad = i;
   s.fact("elements", std::to_string(n));
   s.fact("mismatches", std::to_string(bad));
   if (bad != 0) {
@@ -280,7 +294,8 @@ bool Probe::kernel_step(int ordinal, cu::CUdeviceptr buf, unsigned n) {
   } else {
     s.set("pass", "probe kernel ran and its " + std::to_string(n) + " outputs are correct");
   }
-  if (api_.cuModuleUnload) (void)api_.cuModuleUnload(mod);
+  if (api_.cuModuleUnload)
+    (void)api_.cuModuleUnload(mod);
   s.finish();
   return bad == 0;
 }
@@ -304,8 +319,9 @@ void Probe::gemm_step(int ordinal) {
     }
   }
   if (!cublas_lib_.loaded() || !cublas_.create || !cublas_.sgemm) {
-    s.set("warn", "cuBLAS not available, GEMM not checked: " +
-                      (cublas_lib_.loaded() ? std::string("symbols missing") : cublas_lib_.error()));
+    s.set("warn",
+          "cuBLAS not available, GEMM not checked: " +
+              (cublas_lib_.loaded() ? std::string("symbols missing") : cublas_lib_.error()));
     s.finish();
     return;
   }
@@ -321,15 +337,20 @@ void Probe::gemm_step(int ordinal) {
   for (int col = 0; col < n; ++col)
     for (int k = 0; k < n; ++k) {
       const float bk = b[col * n + k];
-      for (int row = 0; row < n; ++row) ref[col * n + row] += a[k * n + row] * bk;
+      for (int row = 0; row < n; ++row)
+        ref[col * n + row] += a[k * n + row] * bk;
     }
   const size_t bytes = sizeof(float) * n * n;
   cu::CUdeviceptr da = 0, db = 0, dc = 0;
   int rc = api_.cuMemAlloc(&da, bytes);
-  if (rc == 0) rc = api_.cuMemAlloc(&db, bytes);
-  if (rc == 0) rc = api_.cuMemAlloc(&dc, bytes);
-  if (rc == 0) rc = api_.cuMemcpyHtoD(da, a.data(), bytes);
-  if (rc == 0) rc = api_.cuMemcpyHtoD(db, b.data(), bytes);
+  if (rc == 0)
+    rc = api_.cuMemAlloc(&db, bytes);
+  if (rc == 0)
+    rc = api_.cuMemAlloc(&dc, bytes);
+  if (rc == 0)
+    rc = api_.cuMemcpyHtoD(da, a.data(), bytes);
+  if (rc == 0)
+    rc = api_.cuMemcpyHtoD(db, b.data(), bytes);
   if (rc != 0) {
     s.cuda("cuMemAlloc/cuMemcpyHtoD", rc, "GEMM buffers");
   } else {
@@ -340,8 +361,8 @@ void Probe::gemm_step(int ordinal) {
     } else {
       const float alpha = 1.f, beta = 0.f;
       st = cublas_.sgemm(h, 0, 0, n, n, n, &alpha, reinterpret_cast<const float*>(da), n,
-                         reinterpret_cast<const float*>(db), n, &beta,
-                         reinterpret_cast<float*>(dc), n);
+                         reinterpret_cast<const float*>(db), n, &beta, reinterpret_cast<float*>(dc),
+                         n);
       rc = api_.cuCtxSynchronize();
       if (st != 0) {
         s.set("fail", "cublasSgemm failed with cuBLAS status " + std::to_string(st));
@@ -361,11 +382,13 @@ void Probe::gemm_step(int ordinal) {
         else
           s.set("pass", "cuBLAS SGEMM 256^3 matches the CPU reference");
       }
-      if (cublas_.destroy) cublas_.destroy(h);
+      if (cublas_.destroy)
+        cublas_.destroy(h);
     }
   }
   for (auto p : {da, db, dc})
-    if (p) (void)api_.cuMemFree(p);
+    if (p)
+      (void)api_.cuMemFree(p);
   s.finish();
 }
 
@@ -373,15 +396,18 @@ void Probe::compute(int ordinal) {
   const std::string pre = "compute.gpu" + std::to_string(ordinal) + ".";
   const char* later[] = {"alloc", "kernel", "memcpy", "gemm", "bandwidth"};
   auto skip_rest = [&](int from, const std::string& why) {
-    for (int i = from; i < 5; ++i) skipped(pre + later[i], ordinal, why);
+    for (int i = from; i < 5; ++i)
+      skipped(pre + later[i], ordinal, why);
   };
   cu::CUcontext ctx = nullptr;
   {
     Step s(this, pre + "context", ordinal);
     cu::CUdevice dev = 0;
     int rc = api_.cuDeviceGet(&dev, ordinal);
-    if (rc == 0) rc = api_.cuDevicePrimaryCtxRetain(&ctx, dev);
-    if (rc == 0) rc = api_.cuCtxSetCurrent(ctx);
+    if (rc == 0)
+      rc = api_.cuDevicePrimaryCtxRetain(&ctx, dev);
+    if (rc == 0)
+      rc = api_.cuCtxSetCurrent(ctx);
     if (rc != 0) {
       s.cuda("cuDevicePrimaryCtxRetain", rc, "no context on GPU " + std::to_string(ordinal));
       s.finish();
@@ -404,7 +430,8 @@ void Probe::compute(int ordinal) {
     Step s(this, pre + "alloc", ordinal);
     s.fact("bytes", std::to_string(alloc));
     int rc = api_.cuMemAlloc(&a, half);
-    if (rc == 0) rc = api_.cuMemAlloc(&b, half);
+    if (rc == 0)
+      rc = api_.cuMemAlloc(&b, half);
     if (rc != 0) {
       s.cuda("cuMemAlloc", rc, "could not allocate " + std::to_string(alloc >> 20) + " MiB");
       s.finish();
@@ -419,19 +446,23 @@ void Probe::compute(int ordinal) {
   {
     Step s(this, pre + "memcpy", ordinal);
     std::vector<unsigned> pattern(n), back(n, 0);
-    for (unsigned i = 0; i < n; ++i) pattern[i] = ~(i * 40503u) ^ 0xA5A5A5A5u;
+    for (unsigned i = 0; i < n; ++i)
+      pattern[i] = ~(i * 40503u) ^ 0xA5A5A5A5u;
     int rc = api_.cuMemcpyHtoD(a, pattern.data(), half);
-    if (rc == 0) rc = api_.cuMemcpyDtoD(b, a, half);
-    if (rc == 0) rc = api_.cuMemcpyDtoH(back.data(), b, half);
+    if (rc == 0)
+      rc = api_.cuMemcpyDtoD(b, a, half);
+    if (rc == 0)
+      rc = api_.cuMemcpyDtoH(back.data(), b, half);
     if (rc != 0) {
       s.cuda("cuMemcpy", rc, "host->device->device->host round trip failed");
       fine = false;
     } else if (pattern != back) {
       size_t bad = 0;
-      for (unsigned i = 0; i < n; ++i) bad += pattern[i] != back[i];
+      for (unsigned i = 0; i < n; ++i)
+        bad += pattern[i] != back[i];
       s.fact("mismatches", std::to_string(bad));
-      s.set("fail", "memcpy round trip returned different data (" + std::to_string(bad) +
-                        " words differ)");
+      s.set("fail",
+            "memcpy round trip returned different data (" + std::to_string(bad) + " words differ)");
       fine = false;
     } else {
       s.fact("bytes", std::to_string(half));
@@ -450,15 +481,21 @@ void Probe::compute(int ordinal) {
     } else {
       cu::CUevent e0 = nullptr, e1 = nullptr;
       int rc = api_.cuEventCreate(&e0, 0);
-      if (rc == 0) rc = api_.cuEventCreate(&e1, 0);
+      if (rc == 0)
+        rc = api_.cuEventCreate(&e1, 0);
       (void)api_.cuMemcpyDtoD(b, a, half); // warm-up
       constexpr int reps = 5;
-      if (rc == 0) rc = api_.cuEventRecord(e0, nullptr);
-      for (int r = 0; r < reps && rc == 0; ++r) rc = api_.cuMemcpyDtoD(b, a, half);
-      if (rc == 0) rc = api_.cuEventRecord(e1, nullptr);
-      if (rc == 0) rc = api_.cuEventSynchronize(e1);
+      if (rc == 0)
+        rc = api_.cuEventRecord(e0, nullptr);
+      for (int r = 0; r < reps && rc == 0; ++r)
+        rc = api_.cuMemcpyDtoD(b, a, half);
+      if (rc == 0)
+        rc = api_.cuEventRecord(e1, nullptr);
+      if (rc == 0)
+        rc = api_.cuEventSynchronize(e1);
       float ms = 0.f;
-      if (rc == 0) rc = api_.cuEventElapsedTime(&ms, e0, e1);
+      if (rc == 0)
+        rc = api_.cuEventElapsedTime(&ms, e0, e1);
       if (rc != 0) {
         s.cuda("cuMemcpyDtoD/cuEvent*", rc, "bandwidth measurement failed", "warn");
       } else {
@@ -471,8 +508,10 @@ void Probe::compute(int ordinal) {
         s.set("pass", std::string("device memory copy bandwidth ") + text + " GB/s");
       }
       if (api_.cuEventDestroy) {
-        if (e0) (void)api_.cuEventDestroy(e0);
-        if (e1) (void)api_.cuEventDestroy(e1);
+        if (e0)
+          (void)api_.cuEventDestroy(e0);
+        if (e1)
+          (void)api_.cuEventDestroy(e1);
       }
     }
     s.finish();
@@ -487,7 +526,8 @@ void Probe::interconnect() {
   const int n = static_cast<int>(planned_.size());
   if (tp <= 1 || n <= 1) {
     const std::string why = "TP group of 1 GPU: no interconnect to check";
-    for (const char* id : {"interconnect.peer_access", "interconnect.p2p_copy", "interconnect.nccl"})
+    for (const char* id :
+         {"interconnect.peer_access", "interconnect.p2p_copy", "interconnect.nccl"})
       skipped(id, -1, why);
     return;
   }
@@ -509,13 +549,15 @@ void Probe::interconnect() {
     } else {
       for (int i : planned_)
         for (int j : planned_) {
-          if (i == j) continue;
+          if (i == j)
+            continue;
           int can = 0;
           int rc = api_.cuDeviceCanAccessPeer(&can, i, j);
           if (rc == 0 && can) {
             (void)api_.cuCtxSetCurrent(ctx_[i]);
             rc = api_.cuCtxEnablePeerAccess(ctx_[j], 0);
-            if (rc == 704) rc = 0; // already enabled
+            if (rc == 704)
+              rc = 0; // already enabled
           }
           if (rc != 0 || !can) {
             all_peer = false;
@@ -525,8 +567,8 @@ void Probe::interconnect() {
         }
       s.fact("pairs", std::to_string(n * (n - 1)));
       if (all_peer) {
-        s.set("pass", "peer access enabled between every pair of the " + std::to_string(n) +
-                          " GPUs");
+        s.set("pass",
+              "peer access enabled between every pair of the " + std::to_string(n) + " GPUs");
       } else {
         s.fact("without_peer_access", no_pairs);
         s.set("warn", "no peer access for " + no_pairs);
@@ -543,9 +585,12 @@ void Probe::interconnect() {
     for (int d : planned_) {
       (void)api_.cuCtxSetCurrent(ctx_[d]);
       std::vector<unsigned> pattern(words);
-      for (unsigned i = 0; i < words; ++i) pattern[i] = i * 2246822519u + static_cast<unsigned>(d);
-      if (rc == 0) rc = api_.cuMemAlloc(&bufs[d], bytes * 2);
-      if (rc == 0) rc = api_.cuMemcpyHtoD(bufs[d], pattern.data(), bytes);
+      for (unsigned i = 0; i < words; ++i)
+        pattern[i] = i * 2246822519u + static_cast<unsigned>(d);
+      if (rc == 0)
+        rc = api_.cuMemAlloc(&bufs[d], bytes * 2);
+      if (rc == 0)
+        rc = api_.cuMemcpyHtoD(bufs[d], pattern.data(), bytes);
     }
     std::string failures;
     int copies = 0;
@@ -556,11 +601,13 @@ void Probe::interconnect() {
     } else {
       for (int i : planned_)
         for (int j : planned_) {
-          if (i == j) continue;
+          if (i == j)
+            continue;
           (void)api_.cuCtxSetCurrent(ctx_[j]);
           int r = api_.cuMemcpyPeer(bufs[j] + bytes, ctx_[j], bufs[i], ctx_[i], bytes);
           std::vector<unsigned> back(words, 0);
-          if (r == 0) r = api_.cuMemcpyDtoH(back.data(), bufs[j] + bytes, bytes);
+          if (r == 0)
+            r = api_.cuMemcpyDtoH(back.data(), bufs[j] + bytes, bytes);
           bool same = r == 0;
           for (unsigned w = 0; same && w < words; ++w)
             same = back[w] == w * 2246822519u + static_cast<unsigned>(i);
@@ -592,9 +639,9 @@ void Probe::interconnect() {
       s.finish();
       return;
     }
-    DynLib nccl = DynLib::open({"libnccl.so.2"},
-                               string_list(req_.value("library_path", json::array())),
-                               library_override(req_, "nccl"));
+    DynLib nccl =
+        DynLib::open({"libnccl.so.2"}, string_list(req_.value("library_path", json::array())),
+                     library_override(req_, "nccl"));
     cu::NcclApi api;
     if (nccl.loaded()) {
       api.comm_init_all = nccl.fn<decltype(api.comm_init_all)>("ncclCommInitAll");
@@ -634,7 +681,8 @@ void Probe::interconnect() {
       (void)api_.cuCtxSetCurrent(ctx_[planned_[k]]);
       std::vector<float> v(count, static_cast<float>(k + 1));
       rc = api_.cuMemAlloc(&bufs[k], count * sizeof(float));
-      if (rc == 0) rc = api_.cuMemcpyHtoD(bufs[k], v.data(), count * sizeof(float));
+      if (rc == 0)
+        rc = api_.cuMemcpyHtoD(bufs[k], v.data(), count * sizeof(float));
     }
     if (rc != 0) {
       s.cuda("cuMemAlloc", rc, "NCCL buffers");
@@ -646,15 +694,18 @@ void Probe::interconnect() {
                            count, cu::nccl_float32, cu::nccl_sum, comms[k], nullptr);
       }
       const int r_end = api.group_end();
-      if (r == 0) r = r_end;
+      if (r == 0)
+        r = r_end;
       const float expect = static_cast<float>(n * (n + 1) / 2);
       size_t bad = 0;
       for (int k = 0; k < n && r == 0 && rc == 0; ++k) {
         (void)api_.cuCtxSetCurrent(ctx_[planned_[k]]);
         rc = api_.cuCtxSynchronize();
         std::vector<float> v(count, 0.f);
-        if (rc == 0) rc = api_.cuMemcpyDtoH(v.data(), bufs[k], count * sizeof(float));
-        for (float x : v) bad += x != expect;
+        if (rc == 0)
+          rc = api_.cuMemcpyDtoH(v.data(), bufs[k], count * sizeof(float));
+        for (float x : v)
+          bad += x != expect;
       }
       if (r != 0) {
         s.set("fail", "ncclAllReduce failed: " + nccl_err(r));
@@ -662,8 +713,8 @@ void Probe::interconnect() {
         s.cuda("cuCtxSynchronize/cuMemcpyDtoH", rc, "NCCL all-reduce did not complete");
       } else if (bad != 0) {
         s.fact("mismatches", std::to_string(bad));
-        s.set("fail", "NCCL all-reduce returned wrong sums (" + std::to_string(bad) +
-                          " elements differ)");
+        s.set("fail",
+              "NCCL all-reduce returned wrong sums (" + std::to_string(bad) + " elements differ)");
       } else {
         s.fact("elements", std::to_string(count));
         s.set("pass", "NCCL all-reduce over " + std::to_string(n) + " GPUs gave the right sum");
@@ -676,7 +727,8 @@ void Probe::interconnect() {
       }
     if (api.comm_destroy)
       for (auto c : comms)
-        if (c) (void)api.comm_destroy(c);
+        if (c)
+          (void)api.comm_destroy(c);
     s.finish();
   }
 }
@@ -690,14 +742,17 @@ int Probe::run() {
   const int tp = std::max(1, req_.value("tp", 1));
   std::vector<int> wanted = req_.value("devices", std::vector<int>{});
   if (wanted.empty())
-    for (int i = 0; i < tp; ++i) wanted.push_back(i);
+    for (int i = 0; i < tp; ++i)
+      wanted.push_back(i);
   {
     Step s(this, "cuda.devices", -1);
     std::string missing;
     for (int d : wanted)
-      if (d >= count_) missing += (missing.empty() ? "" : ",") + std::to_string(d);
+      if (d >= count_)
+        missing += (missing.empty() ? "" : ",") + std::to_string(d);
     std::string list;
-    for (int d : wanted) list += (list.empty() ? "" : ",") + std::to_string(d);
+    for (int d : wanted)
+      list += (list.empty() ? "" : ",") + std::to_string(d);
     s.fact("planned", list);
     s.fact("visible", std::to_string(count_));
     if (!missing.empty()) {
@@ -710,14 +765,16 @@ int Probe::run() {
     }
     s.finish();
     for (int d : wanted)
-      if (d < count_) planned_.push_back(d);
+      if (d < count_)
+        planned_.push_back(d);
     emit(fd_, {{"ev", "plan"}, {"devices", planned_}, {"complete", missing.empty()}});
     if (!missing.empty()) {
       // The group cannot be formed; still check the GPUs that exist so the report says whether
       // they work, but the interconnect of a group that does not exist is not checked.
       ctx_.assign(static_cast<size_t>(count_), nullptr);
       healthy_.assign(static_cast<size_t>(count_), false);
-      for (int d : planned_) compute(d);
+      for (int d : planned_)
+        compute(d);
       const std::string why = "TP group needs " + std::to_string(wanted.size()) + " GPUs, " +
                               std::to_string(count_) + " visible";
       for (const char* id :
@@ -729,7 +786,8 @@ int Probe::run() {
   }
   ctx_.assign(static_cast<size_t>(count_), nullptr);
   healthy_.assign(static_cast<size_t>(count_), false);
-  for (int d : planned_) compute(d);
+  for (int d : planned_)
+    compute(d);
   interconnect();
   // The contexts are not released: the process ends right after this, and the driver frees them.
   emit(fd_, {{"ev", "done"}});
@@ -754,7 +812,8 @@ namespace specbench {
 int gpu_probe_main(int argc, char** argv) {
   std::string request;
   for (int i = 1; i + 1 < argc; ++i)
-    if (std::strcmp(argv[i], "--request") == 0) request = argv[i + 1];
+    if (std::strcmp(argv[i], "--request") == 0)
+      request = argv[i + 1];
   if (request.empty()) {
     const char msg[] = "usage: specbench-gpu-probe --request JSON (started by the preflight)\n";
     (void)!::write(2, msg, sizeof msg - 1);

@@ -23,15 +23,19 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 std::optional<std::string> Run::env(const std::string& name) const {
-  if (auto it = plan.environment.find(name); it != plan.environment.end()) return it->second;
-  if (const char* v = std::getenv(name.c_str())) return std::string(v);
+  if (auto it = plan.environment.find(name); it != plan.environment.end())
+    return it->second;
+  if (const char* v = std::getenv(name.c_str()))
+    return std::string(v);
   return std::nullopt;
 }
 
 std::string Run::path(const std::string& abs) const {
-  if (plan.root.empty() || plan.root == "/") return abs;
+  if (plan.root.empty() || plan.root == "/")
+    return abs;
   std::string r = plan.root;
-  while (!r.empty() && r.back() == '/') r.pop_back();
+  while (!r.empty() && r.back() == '/')
+    r.pop_back();
   return r + abs;
 }
 
@@ -52,7 +56,8 @@ namespace {
 
 std::string read_file(const std::string& p, size_t limit = 1 << 16) {
   std::ifstream in(p, std::ios::binary);
-  if (!in) return {};
+  if (!in)
+    return {};
   std::string s(limit, '\0');
   in.read(s.data(), static_cast<std::streamsize>(limit));
   s.resize(static_cast<size_t>(in.gcount()));
@@ -60,7 +65,7 @@ std::string read_file(const std::string& p, size_t limit = 1 << 16) {
 }
 
 bool exists(const std::string& p) {
-  struct stat st{};
+  struct stat st {};
   return ::stat(p.c_str(), &st) == 0;
 }
 
@@ -75,12 +80,15 @@ std::map<std::string, int> char_majors(const std::string& text) {
       chars = true;
       continue;
     }
-    if (line.rfind("Block devices", 0) == 0) chars = false;
-    if (!chars) continue;
+    if (line.rfind("Block devices", 0) == 0)
+      chars = false;
+    if (!chars)
+      continue;
     std::istringstream ls(line);
     int major = 0;
     std::string name;
-    if (ls >> major >> name) out[name] = major;
+    if (ls >> major >> name)
+      out[name] = major;
   }
   return out;
 }
@@ -93,8 +101,9 @@ struct NodeState {
 
 NodeState inspect_node(const std::string& p) {
   NodeState n;
-  struct stat st{};
-  if (::stat(p.c_str(), &st) != 0) return n;
+  struct stat st {};
+  if (::stat(p.c_str(), &st) != 0)
+    return n;
   n.present = true;
   n.is_char = S_ISCHR(st.st_mode);
   if (n.is_char) {
@@ -116,7 +125,8 @@ NodeState inspect_node(const std::string& p) {
 std::string detect_container(Run& run, std::vector<std::pair<std::string, std::string>>& facts) {
   // systemd writes the container manager's name here; LXC and podman set it too.
   std::string kind = read_file(run.path("/run/systemd/container"), 256);
-  while (!kind.empty() && std::isspace(static_cast<unsigned char>(kind.back()))) kind.pop_back();
+  while (!kind.empty() && std::isspace(static_cast<unsigned char>(kind.back())))
+    kind.pop_back();
   if (!kind.empty()) {
     facts.emplace_back("evidence", "/run/systemd/container");
     return kind == "lxc-libvirt" ? "lxc" : kind;
@@ -142,7 +152,8 @@ std::string detect_container(Run& run, std::vector<std::pair<std::string, std::s
       facts.emplace_back("evidence", "/proc/1/environ container=");
       return kv.substr(10);
     }
-    if (end == std::string::npos) break;
+    if (end == std::string::npos)
+      break;
     pos = end + 1;
   }
   const std::string cgroup = read_file(run.path("/proc/1/cgroup"));
@@ -165,9 +176,11 @@ std::string detect_container(Run& run, std::vector<std::pair<std::string, std::s
 }
 
 std::string trim(std::string s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back())))
+    s.pop_back();
   size_t i = 0;
-  while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+  while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i])))
+    ++i;
   return s.substr(i);
 }
 
@@ -178,9 +191,11 @@ void run_host_layer(Run& run) {
   auto& facts_out = run.report.host;
   {
     char name[256] = {};
-    if (::gethostname(name, sizeof name - 1) == 0) facts_out.hostname = name;
-    struct utsname u{};
-    if (::uname(&u) == 0) facts_out.kernel = u.release;
+    if (::gethostname(name, sizeof name - 1) == 0)
+      facts_out.hostname = name;
+    struct utsname u {};
+    if (::uname(&u) == 0)
+      facts_out.kernel = u.release;
   }
 
   { // container
@@ -217,8 +232,8 @@ void run_host_layer(Run& run) {
       c.summary = "NVIDIA kernel module " + host.module_version + " loaded";
     } else {
       c.status = CheckStatus::fail;
-      c.summary = "no NVIDIA kernel module: " + run.path("/proc/driver/nvidia/version") +
-                  " is missing";
+      c.summary =
+          "no NVIDIA kernel module: " + run.path("/proc/driver/nvidia/version") + " is missing";
       c.diagnosis = host.in_container
                         ? "the host has no NVIDIA driver loaded, or the container does not see "
                           "the host's /proc/driver/nvidia"
@@ -254,14 +269,18 @@ void run_host_layer(Run& run) {
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(run.path("/dev"), ec)) {
       const std::string name = e.path().filename().string();
-      if (name.size() <= 6 || name.rfind("nvidia", 0) != 0) continue;
+      if (name.size() <= 6 || name.rfind("nvidia", 0) != 0)
+        continue;
       const std::string digits = name.substr(6);
-      if (digits.find_first_not_of("0123456789") != std::string::npos) continue;
+      if (digits.find_first_not_of("0123456789") != std::string::npos)
+        continue;
       const auto st = inspect_node(e.path().string());
-      if (st.is_char) host.gpu_node_minors.push_back(std::stoi(digits));
+      if (st.is_char)
+        host.gpu_node_minors.push_back(std::stoi(digits));
     }
     std::sort(host.gpu_node_minors.begin(), host.gpu_node_minors.end());
-    for (int m : host.gpu_node_minors) listed += (listed.empty() ? "" : ",") + std::to_string(m);
+    for (int m : host.gpu_node_minors)
+      listed += (listed.empty() ? "" : ",") + std::to_string(m);
     c.facts.emplace_back("gpu_nodes", listed.empty() ? "none" : "/dev/nvidia{" + listed + "}");
     if (!host.nvidiactl_ok || host.gpu_node_minors.empty()) {
       c.status = CheckStatus::fail;
@@ -289,7 +308,7 @@ void run_host_layer(Run& run) {
     c.facts.emplace_back("proc_devices_major",
                          uvm_major < 0 ? "absent" : std::to_string(uvm_major));
     const auto uvm = inspect_node(run.path("/dev/nvidia-uvm"));
-    c.facts.emplace_back("node", !uvm.present  ? "missing"
+    c.facts.emplace_back("node", !uvm.present   ? "missing"
                                  : !uvm.is_char ? "not a character device"
                                                 : "char " + std::to_string(uvm.major) + ":" +
                                                       std::to_string(uvm.minor));
@@ -306,7 +325,8 @@ void run_host_layer(Run& run) {
     else if (uvm_major >= 0 && uvm.major != uvm_major)
       host.uvm_problem = "/dev/nvidia-uvm has major " + std::to_string(uvm.major) +
                          " but the loaded nvidia-uvm driver has major " +
-                         std::to_string(uvm_major) + " (a stale node from before a reboot or "
+                         std::to_string(uvm_major) +
+                         " (a stale node from before a reboot or "
                          "driver reload)";
     else if (!uvm.opens)
       host.uvm_problem = "/dev/nvidia-uvm cannot be opened: " + uvm.open_error;
@@ -339,7 +359,8 @@ void run_host_layer(Run& run) {
     c.facts.emplace_back("NVIDIA_VISIBLE_DEVICES", nvd ? "\"" + *nvd + "\"" : "(unset)");
     c.summary = "no visibility restriction";
     int needed = run.plan.tp;
-    for (int g : run.plan.gpus) needed = std::max(needed, g + 1);
+    for (int g : run.plan.gpus)
+      needed = std::max(needed, g + 1);
     if (cvd) {
       // CUDA takes entries up to the first invalid one: integers, GPU-<uuid>, MIG-<uuid>.
       int valid = 0;
@@ -348,7 +369,8 @@ void run_host_layer(Run& run) {
       std::string tok;
       while (std::getline(in, tok, ',')) {
         tok = trim(tok);
-        const bool number = !tok.empty() && tok.find_first_not_of("0123456789") == std::string::npos;
+        const bool number =
+            !tok.empty() && tok.find_first_not_of("0123456789") == std::string::npos;
         if (number || tok.rfind("GPU-", 0) == 0 || tok.rfind("MIG-", 0) == 0) {
           ++valid;
         } else {
@@ -380,7 +402,8 @@ void run_host_layer(Run& run) {
         c.summary = "CUDA_VISIBLE_DEVICES allows " + std::to_string(valid) + " GPU(s)";
       }
     }
-    if (nvd && c.status == CheckStatus::pass && (*nvd == "void" || *nvd == "none" || nvd->empty())) {
+    if (nvd && c.status == CheckStatus::pass &&
+        (*nvd == "void" || *nvd == "none" || nvd->empty())) {
       c.status = CheckStatus::warn;
       c.summary = "NVIDIA_VISIBLE_DEVICES=\"" + *nvd + "\": the container runtime injected no GPU";
       c.diagnosis = "the NVIDIA container runtime was told to expose no GPU to this container";
@@ -416,13 +439,18 @@ void run_host_layer(Run& run) {
 
 std::string normalise_bus_id(const std::string& id) {
   std::string s;
-  for (char ch : id) s += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  for (char ch : id)
+    s += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
   const auto colon = s.find(':');
-  if (colon == std::string::npos) return s;
+  if (colon == std::string::npos)
+    return s;
   std::string domain = s.substr(0, colon);
-  if (s.find(':', colon + 1) == std::string::npos) return "0000:" + s; // "18:00.0"
-  while (domain.size() > 4 && domain[0] == '0') domain.erase(0, 1);
-  while (domain.size() < 4) domain = "0" + domain;
+  if (s.find(':', colon + 1) == std::string::npos)
+    return "0000:" + s; // "18:00.0"
+  while (domain.size() > 4 && domain[0] == '0')
+    domain.erase(0, 1);
+  while (domain.size() < 4)
+    domain = "0" + domain;
   return domain + s.substr(colon);
 }
 

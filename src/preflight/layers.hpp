@@ -14,16 +14,16 @@ namespace specbench::preflight {
 struct HostEvidence {
   bool in_container = false;
   std::string container_kind = "none";
-  bool module_loaded = false;         ///< /proc/driver/nvidia/version readable
-  std::string module_version;         ///< from it
-  bool nvidiactl_ok = false;          ///< exists, char device, right major, opens
+  bool module_loaded = false; ///< /proc/driver/nvidia/version readable
+  std::string module_version; ///< from it
+  bool nvidiactl_ok = false;  ///< exists, char device, right major, opens
   std::string nvidiactl_problem;
-  std::vector<int> gpu_node_minors;   ///< /dev/nvidiaN present as char devices
-  bool uvm_ok = false;                ///< /dev/nvidia-uvm fine and module loaded
-  std::string uvm_problem;            ///< what is wrong with it ("" = fine)
-  bool uvm_module_loaded = false;     ///< /sys/module/nvidia_uvm
-  int visible_limit = -1;             ///< devices CUDA_VISIBLE_DEVICES allows (-1 = no limit)
-  bool visible_empty = false;         ///< CUDA_VISIBLE_DEVICES set to "" or only invalid entries
+  std::vector<int> gpu_node_minors; ///< /dev/nvidiaN present as char devices
+  bool uvm_ok = false;              ///< /dev/nvidia-uvm fine and module loaded
+  std::string uvm_problem;          ///< what is wrong with it ("" = fine)
+  bool uvm_module_loaded = false;   ///< /sys/module/nvidia_uvm
+  int visible_limit = -1;           ///< devices CUDA_VISIBLE_DEVICES allows (-1 = no limit)
+  bool visible_empty = false;       ///< CUDA_VISIBLE_DEVICES set to "" or only invalid entries
 };
 
 /// One GPU as NVML sees it.
@@ -32,11 +32,11 @@ struct NvmlGpu {
   std::string name, uuid, pci_bus_id;
   int minor = -1;
   unsigned long long total = 0, used = 0, free = 0;
-  int persistence = -1;   ///< 1 on, 0 off, -1 unknown
-  int compute_mode = -1;  ///< 0 default, 2 prohibited, 3 exclusive process
+  int persistence = -1;  ///< 1 on, 0 off, -1 unknown
+  int compute_mode = -1; ///< 0 default, 2 prohibited, 3 exclusive process
   int mig_current = -1, mig_pending = -1;
-  int fabric_state = -1;  ///< 0 n/a, 1 not started, 2 in progress, 3 completed; -1 unsupported
-  int fabric_status = 0;  ///< nvmlReturn_t of the fabric registration
+  int fabric_state = -1; ///< 0 n/a, 1 not started, 2 in progress, 3 completed; -1 unsupported
+  int fabric_status = 0; ///< nvmlReturn_t of the fabric registration
   int cc = 0;
   std::vector<std::pair<unsigned, unsigned long long>> processes; ///< pid, bytes
 };
@@ -45,13 +45,13 @@ struct NvmlGpu {
 struct NvmlEvidence {
   bool loaded = false;
   std::string load_error;
-  int init_rc = -1;             ///< nvmlInit_v2 result (-1 = not called)
+  int init_rc = -1; ///< nvmlInit_v2 result (-1 = not called)
   std::string init_error;
   std::string driver_version;
   int cuda_driver_version = 0;
   int count = -1;
   std::vector<NvmlGpu> gpus;
-  DynLib lib;                   ///< kept open to re-check devices after the CUDA layers
+  DynLib lib; ///< kept open to re-check devices after the CUDA layers
 };
 
 /// State of one preflight run.

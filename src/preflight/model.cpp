@@ -33,7 +33,8 @@ std::string fs_type(Run& run, const std::string& p) {
   std::string line;
   while (std::getline(in, line)) {
     std::istringstream ls(line);
-    if (!(ls >> dev >> mnt >> type)) continue;
+    if (!(ls >> dev >> mnt >> type))
+      continue;
     if (p.rfind(mnt, 0) == 0 && mnt.size() >= best &&
         (p.size() == mnt.size() || mnt == "/" || p[mnt.size()] == '/')) {
       best = mnt.size();
@@ -51,9 +52,12 @@ double uptime_s(Run& run) {
 }
 
 std::string since(double s) {
-  if (s < 0) return "an unknown time";
-  if (s < 3600) return std::to_string(static_cast<int>(s / 60)) + " min";
-  if (s < 172800) return std::to_string(static_cast<int>(s / 3600)) + " h";
+  if (s < 0)
+    return "an unknown time";
+  if (s < 3600)
+    return std::to_string(static_cast<int>(s / 60)) + " min";
+  if (s < 172800)
+    return std::to_string(static_cast<int>(s / 3600)) + " h";
   return std::to_string(static_cast<int>(s / 86400)) + " days";
 }
 
@@ -67,22 +71,30 @@ std::string check_safetensors(const fs::path& p, uintmax_t& size_out) {
     return "missing";
   }
   size_out = fs::file_size(p, ec);
-  if (ec) return "unreadable: " + ec.message();
+  if (ec)
+    return "unreadable: " + ec.message();
   std::ifstream in(p, std::ios::binary);
   unsigned char len_bytes[8] = {};
-  if (!in.read(reinterpret_cast<char*>(len_bytes), 8)) return "shorter than 8 bytes";
+  if (!in.read(reinterpret_cast<char*>(len_bytes), 8))
+    return "shorter than 8 bytes";
   uint64_t n = 0;
-  for (int i = 7; i >= 0; --i) n = (n << 8) | len_bytes[i];
-  if (n == 0 || n > (uint64_t{100} << 20) || 8 + n > size_out) return "corrupt header length";
+  for (int i = 7; i >= 0; --i)
+    n = (n << 8) | len_bytes[i];
+  if (n == 0 || n > (uint64_t{100} << 20) || 8 + n > size_out)
+    return "corrupt header length";
   std::string header(static_cast<size_t>(n), '\0');
-  if (!in.read(header.data(), static_cast<std::streamsize>(n))) return "header cut short";
+  if (!in.read(header.data(), static_cast<std::streamsize>(n)))
+    return "header cut short";
   const json h = json::parse(header, nullptr, false);
-  if (h.is_discarded() || !h.is_object()) return "header is not JSON";
+  if (h.is_discarded() || !h.is_object())
+    return "header is not JSON";
   uint64_t end = 0;
   for (auto& [k, v] : h.items()) {
-    if (k == "__metadata__" || !v.is_object() || !v.contains("data_offsets")) continue;
+    if (k == "__metadata__" || !v.is_object() || !v.contains("data_offsets"))
+      continue;
     const auto& off = v["data_offsets"];
-    if (off.is_array() && off.size() == 2) end = std::max<uint64_t>(end, off[1].get<uint64_t>());
+    if (off.is_array() && off.size() == 2)
+      end = std::max<uint64_t>(end, off[1].get<uint64_t>());
   }
   const uint64_t expected = 8 + n + end;
   if (expected != size_out)
@@ -95,7 +107,8 @@ std::string check_safetensors(const fs::path& p, uintmax_t& size_out) {
 
 void run_model_layer(Run& run) {
   const std::string& path = run.plan.model_path;
-  if (path.empty()) return;
+  if (path.empty())
+    return;
   std::error_code ec;
   const bool in_shm = path.rfind("/dev/shm", 0) == 0;
   const auto shm_diagnosis = [&](CheckResult& c) {
@@ -204,7 +217,8 @@ void run_model_layer(Run& run) {
       } else {
         std::set<std::string> unique;
         for (auto& [tensor, file] : j["weight_map"].items())
-          if (file.is_string()) unique.insert(file.get<std::string>());
+          if (file.is_string())
+            unique.insert(file.get<std::string>());
         shards.assign(unique.begin(), unique.end());
         if (j.contains("metadata") && j["metadata"].contains("total_size") &&
             j["metadata"]["total_size"].is_number())
@@ -223,12 +237,14 @@ void run_model_layer(Run& run) {
       const std::string why = check_safetensors(fs::path(path) / s, size);
       weight_bytes += size;
       if (!why.empty()) {
-        if (bad++ < 4) problems += (problems.empty() ? "" : "; ") + s + ": " + why;
+        if (bad++ < 4)
+          problems += (problems.empty() ? "" : "; ") + s + ": " + why;
       }
     }
     c.facts.emplace_back("shards", std::to_string(shards.size()));
     c.facts.emplace_back("bytes_on_disk", std::to_string(weight_bytes));
-    if (declared) c.facts.emplace_back("index_total_size", std::to_string(declared));
+    if (declared)
+      c.facts.emplace_back("index_total_size", std::to_string(declared));
     if (c.status != CheckStatus::fail) {
       if (bad > 0) {
         c.status = CheckStatus::fail;

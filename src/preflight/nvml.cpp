@@ -35,29 +35,50 @@ constexpr int nvml_success = 0, nvml_not_supported = 3, nvml_insufficient_size =
 
 const char* nvml_name(int rc) {
   switch (rc) {
-  case 0: return "NVML_SUCCESS";
-  case 1: return "NVML_ERROR_UNINITIALIZED";
-  case 2: return "NVML_ERROR_INVALID_ARGUMENT";
-  case 3: return "NVML_ERROR_NOT_SUPPORTED";
-  case 4: return "NVML_ERROR_NO_PERMISSION";
-  case 6: return "NVML_ERROR_NOT_FOUND";
-  case 9: return "NVML_ERROR_DRIVER_NOT_LOADED";
-  case 10: return "NVML_ERROR_TIMEOUT";
-  case 12: return "NVML_ERROR_LIBRARY_NOT_FOUND";
-  case 13: return "NVML_ERROR_FUNCTION_NOT_FOUND";
-  case 14: return "NVML_ERROR_CORRUPTED_INFOROM";
-  case 15: return "NVML_ERROR_GPU_IS_LOST";
-  case 16: return "NVML_ERROR_RESET_REQUIRED";
-  case 17: return "NVML_ERROR_OPERATING_SYSTEM";
-  case 18: return "NVML_ERROR_LIB_RM_VERSION_MISMATCH";
-  case 19: return "NVML_ERROR_IN_USE";
-  case 28: return "NVML_ERROR_GPU_NOT_FOUND";
-  case 999: return "NVML_ERROR_UNKNOWN";
-  default: return "NVML_ERROR";
+  case 0:
+    return "NVML_SUCCESS";
+  case 1:
+    return "NVML_ERROR_UNINITIALIZED";
+  case 2:
+    return "NVML_ERROR_INVALID_ARGUMENT";
+  case 3:
+    return "NVML_ERROR_NOT_SUPPORTED";
+  case 4:
+    return "NVML_ERROR_NO_PERMISSION";
+  case 6:
+    return "NVML_ERROR_NOT_FOUND";
+  case 9:
+    return "NVML_ERROR_DRIVER_NOT_LOADED";
+  case 10:
+    return "NVML_ERROR_TIMEOUT";
+  case 12:
+    return "NVML_ERROR_LIBRARY_NOT_FOUND";
+  case 13:
+    return "NVML_ERROR_FUNCTION_NOT_FOUND";
+  case 14:
+    return "NVML_ERROR_CORRUPTED_INFOROM";
+  case 15:
+    return "NVML_ERROR_GPU_IS_LOST";
+  case 16:
+    return "NVML_ERROR_RESET_REQUIRED";
+  case 17:
+    return "NVML_ERROR_OPERATING_SYSTEM";
+  case 18:
+    return "NVML_ERROR_LIB_RM_VERSION_MISMATCH";
+  case 19:
+    return "NVML_ERROR_IN_USE";
+  case 28:
+    return "NVML_ERROR_GPU_NOT_FOUND";
+  case 999:
+    return "NVML_ERROR_UNKNOWN";
+  default:
+    return "NVML_ERROR";
   }
 }
 
-std::string rc_text(int rc) { return std::string(nvml_name(rc)) + " (" + std::to_string(rc) + ")"; }
+std::string rc_text(int rc) {
+  return std::string(nvml_name(rc)) + " (" + std::to_string(rc) + ")";
+}
 
 struct Api {
   nvmlReturn_t (*init)() = nullptr;
@@ -86,7 +107,8 @@ struct Api {
   void resolve(const DynLib& lib) {
     auto pick = [&](auto& f, std::initializer_list<const char*> names) {
       for (const char* n : names)
-        if ((f = lib.fn<std::remove_reference_t<decltype(f)>>(n))) return;
+        if ((f = lib.fn<std::remove_reference_t<decltype(f)>>(n)))
+          return;
     };
     pick(init, {"nvmlInit_v2", "nvmlInit"});
     pick(shutdown, {"nvmlShutdown"});
@@ -118,7 +140,9 @@ Api& api_of(Run&) {
   return api;
 }
 
-std::string mib(unsigned long long b) { return std::to_string(b >> 20) + " MiB"; }
+std::string mib(unsigned long long b) {
+  return std::to_string(b >> 20) + " MiB";
+}
 
 } // namespace
 
@@ -248,7 +272,7 @@ void run_driver_layer(Run& run) {
     if (rc != nvml_success) {
       c.status = CheckStatus::fail;
       c.summary = "NVML GPU " + std::to_string(i) + ": " + rc_text(rc);
-      c.diagnosis = rc == 15 ? "the GPU has fallen off the bus (Xid 79) or is lost"
+      c.diagnosis = rc == 15  ? "the GPU has fallen off the bus (Xid 79) or is lost"
                     : rc == 4 ? "no permission for this GPU's device node"
                               : "NVML cannot open this GPU";
       c.remedy = rc == 15 ? "check dmesg for Xid 79; the GPU needs a reset or the host a reboot"
@@ -258,12 +282,16 @@ void run_driver_layer(Run& run) {
       continue;
     }
     char buf[128] = {};
-    if (api.name && api.name(dev, buf, sizeof buf) == nvml_success) g.name = buf;
-    if (api.uuid && api.uuid(dev, buf, sizeof buf) == nvml_success) g.uuid = buf;
+    if (api.name && api.name(dev, buf, sizeof buf) == nvml_success)
+      g.name = buf;
+    if (api.uuid && api.uuid(dev, buf, sizeof buf) == nvml_success)
+      g.uuid = buf;
     nvmlPciInfo_t pci{};
-    if (api.pci && api.pci(dev, &pci) == nvml_success) g.pci_bus_id = normalise_bus_id(pci.busId);
+    if (api.pci && api.pci(dev, &pci) == nvml_success)
+      g.pci_bus_id = normalise_bus_id(pci.busId);
     unsigned minor = 0;
-    if (api.minor && api.minor(dev, &minor) == nvml_success) g.minor = static_cast<int>(minor);
+    if (api.minor && api.minor(dev, &minor) == nvml_success)
+      g.minor = static_cast<int>(minor);
     nvmlMemory_t mem{};
     if (api.memory && api.memory(dev, &mem) == nvml_success) {
       g.total = mem.total;
@@ -271,7 +299,8 @@ void run_driver_layer(Run& run) {
       g.free = mem.free;
     }
     int major = 0, mnr = 0;
-    if (api.cc && api.cc(dev, &major, &mnr) == nvml_success) g.cc = major * 10 + mnr;
+    if (api.cc && api.cc(dev, &major, &mnr) == nvml_success)
+      g.cc = major * 10 + mnr;
     if (api.processes) {
       unsigned np = 0;
       rc = api.processes(dev, &np, nullptr);
@@ -284,8 +313,10 @@ void run_driver_layer(Run& run) {
       }
     }
     int v = 0;
-    if (api.persistence && api.persistence(dev, &v) == nvml_success) g.persistence = v;
-    if (api.compute_mode && api.compute_mode(dev, &v) == nvml_success) g.compute_mode = v;
+    if (api.persistence && api.persistence(dev, &v) == nvml_success)
+      g.persistence = v;
+    if (api.compute_mode && api.compute_mode(dev, &v) == nvml_success)
+      g.compute_mode = v;
     unsigned cur = 0, pend = 0;
     if (api.mig_mode && api.mig_mode(dev, &cur, &pend) == nvml_success) {
       g.mig_current = static_cast<int>(cur);
@@ -297,12 +328,14 @@ void run_driver_layer(Run& run) {
       g.fabric_status = fab.status;
     }
     c.facts = {{"name", g.name}, {"uuid", g.uuid}, {"pci_bus_id", g.pci_bus_id}};
-    if (g.cc) c.facts.emplace_back("compute_capability", std::to_string(g.cc / 10) + "." +
-                                                            std::to_string(g.cc % 10));
-    if (g.total) c.facts.emplace_back("memory", mib(g.used) + " used of " + mib(g.total));
+    if (g.cc)
+      c.facts.emplace_back("compute_capability",
+                           std::to_string(g.cc / 10) + "." + std::to_string(g.cc % 10));
+    if (g.total)
+      c.facts.emplace_back("memory", mib(g.used) + " used of " + mib(g.total));
     c.facts.emplace_back("persistence_mode", g.persistence < 0 ? "unknown"
-                                             : g.persistence  ? "on"
-                                                              : "off");
+                                             : g.persistence   ? "on"
+                                                               : "off");
     c.facts.emplace_back("compute_mode", g.compute_mode == 0   ? "Default"
                                          : g.compute_mode == 2 ? "Prohibited"
                                          : g.compute_mode == 3 ? "Exclusive_Process"
@@ -318,7 +351,8 @@ void run_driver_layer(Run& run) {
     std::string procs;
     for (auto& [pid, bytes] : g.processes)
       procs += (procs.empty() ? "" : ", ") + std::to_string(pid) + " (" + mib(bytes) + ")";
-    if (!procs.empty()) c.facts.emplace_back("processes", procs);
+    if (!procs.empty())
+      c.facts.emplace_back("processes", procs);
 
     // Memory health: pending retirements / row remaps need a reset (DCGM level 1 semantics).
     std::vector<std::string> fails, warns;
@@ -343,8 +377,8 @@ void run_driver_layer(Run& run) {
       }
     }
     unsigned long long ecc = 0;
-    if (api.ecc_total && api.ecc_total(dev, 1 /*uncorrected*/, 0 /*volatile*/, &ecc) ==
-                             nvml_success) {
+    if (api.ecc_total &&
+        api.ecc_total(dev, 1 /*uncorrected*/, 0 /*volatile*/, &ecc) == nvml_success) {
       c.facts.emplace_back("ecc_uncorrected_volatile", std::to_string(ecc));
       if (ecc > 0) {
         warns.push_back(std::to_string(ecc) + " uncorrectable ECC error(s) since the last reset");
@@ -389,7 +423,8 @@ void run_driver_layer(Run& run) {
     }
     auto join = [](const std::vector<std::string>& v) {
       std::string s;
-      for (auto& x : v) s += (s.empty() ? "" : "; ") + x;
+      for (auto& x : v)
+        s += (s.empty() ? "" : "; ") + x;
       return s;
     };
     if (!fails.empty()) {
@@ -412,23 +447,27 @@ void run_driver_layer(Run& run) {
 
 std::string nvml_recheck(Run& run, const std::string& pci_bus_id) {
   auto& api = api_of(run);
-  if (!run.nvml.loaded || run.nvml.init_rc != 0 || !api.by_pci) return {};
+  if (!run.nvml.loaded || run.nvml.init_rc != 0 || !api.by_pci)
+    return {};
   // NVML's own form has an 8-digit domain.
   std::string id = pci_bus_id;
-  if (id.size() >= 12 && id[4] == ':') id = "0000" + id;
+  if (id.size() >= 12 && id[4] == ':')
+    id = "0000" + id;
   nvmlDevice_t dev = nullptr;
   int rc = api.by_pci(id.c_str(), &dev);
   if (rc == nvml_success && api.memory) {
     nvmlMemory_t mem{};
     rc = api.memory(dev, &mem);
-    if (rc == nvml_not_supported) rc = nvml_success;
+    if (rc == nvml_not_supported)
+      rc = nvml_success;
   }
   return rc == nvml_success ? std::string() : rc_text(rc);
 }
 
 void nvml_close(Run& run) {
   auto& api = api_of(run);
-  if (run.nvml.loaded && run.nvml.init_rc == 0 && api.shutdown) api.shutdown();
+  if (run.nvml.loaded && run.nvml.init_rc == 0 && api.shutdown)
+    api.shutdown();
   run.nvml.lib = DynLib{};
   api = Api{};
 }

@@ -26,27 +26,34 @@ std::string version_text(int v) {
 }
 
 PreflightLayer layer_of(const std::string& id) {
-  if (id.rfind("compute.", 0) == 0) return PreflightLayer::compute;
-  if (id.rfind("interconnect.", 0) == 0) return PreflightLayer::interconnect;
+  if (id.rfind("compute.", 0) == 0)
+    return PreflightLayer::compute;
+  if (id.rfind("interconnect.", 0) == 0)
+    return PreflightLayer::interconnect;
   return PreflightLayer::cuda_driver;
 }
 
 CheckStatus status_of(const std::string& s) {
-  if (s == "warn") return CheckStatus::warn;
-  if (s == "fail") return CheckStatus::fail;
-  if (s == "skipped") return CheckStatus::skipped;
+  if (s == "warn")
+    return CheckStatus::warn;
+  if (s == "fail")
+    return CheckStatus::fail;
+  if (s == "skipped")
+    return CheckStatus::skipped;
   return CheckStatus::pass;
 }
 
 std::string fact(const CheckResult& c, const std::string& key) {
   for (const auto& [k, v] : c.facts)
-    if (k == key) return v;
+    if (k == key)
+      return v;
   return {};
 }
 
 CheckResult* find_mut(PreflightReport& r, const std::string& id) {
   for (auto& c : r.checks)
-    if (c.id == id) return &c;
+    if (c.id == id)
+      return &c;
   return nullptr;
 }
 
@@ -66,38 +73,49 @@ void diagnose_cuda(Run& run, CheckResult& c, const std::string& libcuda_path) {
   switch (rc) {
   case 999:
     if (!host.uvm_ok) {
-      d = (nvml_ok ? nvml_says + " but" : "") + std::string(" cuInit fails with CUDA_ERROR_UNKNOWN "
-          "because ") + host.uvm_problem + ". CUDA needs nvidia_uvm and /dev/nvidia-uvm; NVML and "
+      d = (nvml_ok ? nvml_says + " but" : "") +
+          std::string(" cuInit fails with CUDA_ERROR_UNKNOWN "
+                      "because ") +
+          host.uvm_problem +
+          ". CUDA needs nvidia_uvm and /dev/nvidia-uvm; NVML and "
           "nvidia-smi do not, which is why they look healthy";
       r = host.in_container
               ? "on the host: modprobe nvidia-uvm (or nvidia-modprobe -u -c 0) and load it at "
-                "boot; then restart this " + host.container_kind +
+                "boot; then restart this " +
+                    host.container_kind +
                     " container so it gets fresh /dev/nvidia-uvm* nodes (allow their major from "
                     "/proc/devices, do not hard-code it)"
               : "modprobe nvidia-uvm (or nvidia-modprobe -u -c 0) as root, and load it at boot";
     } else if (host.in_container) {
-      d = (nvml_ok ? nvml_says + " but" : "") + std::string(" cuInit fails with CUDA_ERROR_UNKNOWN "
-          "inside this ") + host.container_kind + " container although its device nodes look "
+      d = (nvml_ok ? nvml_says + " but" : "") +
+          std::string(" cuInit fails with CUDA_ERROR_UNKNOWN "
+                      "inside this ") +
+          host.container_kind +
+          " container although its device nodes look "
           "right: the container's GPU state is stale (the host rebooted, resumed or reloaded the "
           "driver after the container started)";
       r = "restart the container; if it persists, run the preflight on the host itself, and check "
           "dmesg there for NVRM/Xid messages; persistence mode (nvidia-smi -pm 1) keeps the "
           "driver initialised";
     } else {
-      d = (nvml_ok ? nvml_says + " but" : "") + std::string(" cuInit fails with "
-          "CUDA_ERROR_UNKNOWN: the driver is in a bad state");
+      d = (nvml_ok ? nvml_says + " but" : "") +
+          std::string(" cuInit fails with "
+                      "CUDA_ERROR_UNKNOWN: the driver is in a bad state");
       r = "check dmesg for NVRM/Xid messages; reload nvidia_uvm (rmmod nvidia_uvm; modprobe "
           "nvidia-uvm) or reboot";
     }
     break;
   case 100: {
     std::string why;
-    if (host.visible_empty) why = "CUDA_VISIBLE_DEVICES hides every GPU";
+    if (host.visible_empty)
+      why = "CUDA_VISIBLE_DEVICES hides every GPU";
     for (const auto& g : nvml.gpus)
       if (g.mig_current == 1 && why.empty())
         why = "MIG is enabled on " + g.pci_bus_id + " (CUDA needs MIG instances to be created)";
-    if (why.empty() && host.gpu_node_minors.empty()) why = "there are no /dev/nvidiaN nodes";
-    if (!why.empty()) d = "CUDA sees no device: " + why;
+    if (why.empty() && host.gpu_node_minors.empty())
+      why = "there are no /dev/nvidiaN nodes";
+    if (!why.empty())
+      d = "CUDA sees no device: " + why;
     break;
   }
   case 802: {
@@ -114,10 +132,11 @@ void diagnose_cuda(Run& run, CheckResult& c, const std::string& libcuda_path) {
   case 803: {
     std::string lib_version;
     const auto pos = libcuda_path.find("libcuda.so.");
-    if (pos != std::string::npos) lib_version = libcuda_path.substr(pos + 11);
+    if (pos != std::string::npos)
+      lib_version = libcuda_path.substr(pos + 11);
     d = "the user-space driver and the kernel module differ: kernel module " +
-        (host.module_version.empty() ? std::string("unknown") : host.module_version) +
-        ", NVML " + (nvml.driver_version.empty() ? std::string("unknown") : nvml.driver_version) +
+        (host.module_version.empty() ? std::string("unknown") : host.module_version) + ", NVML " +
+        (nvml.driver_version.empty() ? std::string("unknown") : nvml.driver_version) +
         ", libcuda " + (lib_version.empty() ? std::string("unknown") : lib_version) +
         " (driver upgraded without a reboot, or the container carries other driver libraries)";
     break;
@@ -128,24 +147,28 @@ void diagnose_cuda(Run& run, CheckResult& c, const std::string& libcuda_path) {
           ", which this GPU does not support";
     break;
   case 34:
-    d = "the loaded libcuda is the toolkit's stub (" + libcuda_path +
-        "), not the driver's library";
+    d = "the loaded libcuda is the toolkit's stub (" + libcuda_path + "), not the driver's library";
     break;
   case 46: {
     std::string modes;
     for (const auto& g : nvml.gpus)
       if (g.compute_mode == 2 || g.compute_mode == 3)
-        modes += (modes.empty() ? "" : ", ") + g.pci_bus_id +
-                 (g.compute_mode == 2 ? " Prohibited" : " Exclusive_Process") +
-                 (g.processes.empty() ? "" : " with " + std::to_string(g.processes.size()) +
-                                                 " process(es)");
-    if (!modes.empty()) d = "compute mode forbids another context: " + modes;
+        modes +=
+            (modes.empty() ? "" : ", ") + g.pci_bus_id +
+            (g.compute_mode == 2 ? " Prohibited" : " Exclusive_Process") +
+            (g.processes.empty() ? ""
+                                 : " with " + std::to_string(g.processes.size()) + " process(es)");
+    if (!modes.empty())
+      d = "compute mode forbids another context: " + modes;
     break;
   }
-  default: break;
+  default:
+    break;
   }
-  if (c.diagnosis.empty()) c.diagnosis = d;
-  if (c.remedy.empty()) c.remedy = r;
+  if (c.diagnosis.empty())
+    c.diagnosis = d;
+  if (c.remedy.empty())
+    c.remedy = r;
 }
 
 void add_skipped(Run& run, const std::string& id, PreflightLayer layer, const std::string& why) {
@@ -167,37 +190,43 @@ void run_probe_layers(Run& run) {
               {"libraries", run.plan.libraries}};
   const ProbeOutcome out = run_probe_child(req, run.plan);
   if (!out.started) {
-    report.run_error = Status(StatusCode::unavailable,
-                              "could not start the GPU probe process: " + out.start_error,
-                              "install specbench-gpu-probe next to specbench or set "
-                              "SPECBENCH_GPU_PROBE to its path",
-                              "preflight.cuda-driver");
+    report.run_error =
+        Status(StatusCode::unavailable, "could not start the GPU probe process: " + out.start_error,
+               "install specbench-gpu-probe next to specbench or set "
+               "SPECBENCH_GPU_PROBE to its path",
+               "preflight.cuda-driver");
     return;
   }
   std::vector<json> devices;
   std::string libcuda_path;
   for (const auto& ev : out.events) {
     const std::string kind = ev.value("ev", "");
-    if (kind == "device") devices.push_back(ev);
-    if (kind == "plan") report.planned_gpus = ev.value("devices", std::vector<int>{});
+    if (kind == "device")
+      devices.push_back(ev);
+    if (kind == "plan")
+      report.planned_gpus = ev.value("devices", std::vector<int>{});
     if (kind == "error") {
       report.run_error = Status(StatusCode::internal, "GPU probe: " + ev.value("message", ""),
                                 "check that specbench-gpu-probe belongs to this specbench build",
                                 "preflight.cuda-driver");
     }
-    if (kind != "check") continue;
+    if (kind != "check")
+      continue;
     auto c = make_check(ev.value("id", "?"), layer_of(ev.value("id", "")), ev.value("gpu", -1));
     c.status = status_of(ev.value("status", "pass"));
     c.summary = ev.value("summary", "");
     c.elapsed_ms = ev.value("ms", 0.0);
     c.cuda_error = ev.value("rc", 0);
     c.cuda_error_name = ev.value("rc_name", "");
-    if (c.cuda_error != 0 && c.cuda_error_name.empty()) c.cuda_error_name = cuda_error_name(c.cuda_error);
-    if (ev.contains("call")) c.facts.emplace_back("call", ev["call"].get<std::string>());
+    if (c.cuda_error != 0 && c.cuda_error_name.empty())
+      c.cuda_error_name = cuda_error_name(c.cuda_error);
+    if (ev.contains("call"))
+      c.facts.emplace_back("call", ev["call"].get<std::string>());
     if (ev.contains("facts") && ev["facts"].is_object())
       for (auto& [k, v] : ev["facts"].items())
         c.facts.emplace_back(k, v.is_string() ? v.get<std::string>() : v.dump());
-    if (c.id == "cuda.load") libcuda_path = fact(c, "path");
+    if (c.id == "cuda.load")
+      libcuda_path = fact(c, "path");
     report.checks.push_back(std::move(c));
   }
   report.host.libcuda_path = libcuda_path;
@@ -231,13 +260,15 @@ void run_probe_layers(Run& run) {
   } else if (!out.finished && report.run_error.is_ok()) {
     std::string last = "cuda.load";
     for (const auto& ev : out.events)
-      if (ev.value("ev", "") == "begin") last = ev.value("id", last);
+      if (ev.value("ev", "") == "begin")
+        last = ev.value("id", last);
     auto c = make_check(last, layer_of(last));
     c.status = CheckStatus::fail;
     c.summary = "the probe process died during " + last +
                 (out.term_signal ? " (signal " + std::to_string(out.term_signal) + ")"
                                  : " (exit code " + std::to_string(out.exit_code) + ")");
-    if (!out.stderr_tail.empty()) c.facts.emplace_back("stderr", out.stderr_tail);
+    if (!out.stderr_tail.empty())
+      c.facts.emplace_back("stderr", out.stderr_tail);
     c.diagnosis = "the CUDA driver crashed the process";
     c.remedy = "check dmesg for NVRM/Xid messages; reinstall the driver if it repeats";
     report.checks.erase(std::remove_if(report.checks.begin(), report.checks.end(),
@@ -260,7 +291,8 @@ void run_probe_layers(Run& run) {
                    version_text(runtime_version);
       v->diagnosis = "the installed driver (CUDA " + version_text(dv) +
                      ") is older than the CUDA runtime and kernels specbench was built with (" +
-                     version_text(runtime_version) + "); CUDA programs built like it fail with "
+                     version_text(runtime_version) +
+                     "); CUDA programs built like it fail with "
                      "cudaErrorInsufficientDriver (35)";
       v->remedy = "install a driver that supports CUDA " + version_text(runtime_version) +
                   " or newer, or rebuild specbench with a CUDA " + version_text(dv) + " toolkit";
@@ -298,13 +330,16 @@ void run_probe_layers(Run& run) {
       g.memory_total_bytes = n.total;
       report.gpus.push_back(g);
       it = report.gpus.end() - 1;
-      if (report.host.cuda_device_count >= 0) nvml_only.push_back(n.pci_bus_id);
+      if (report.host.cuda_device_count >= 0)
+        nvml_only.push_back(n.pci_bus_id);
     }
     it->nvml_index = n.index;
     it->memory_used_bytes = n.used;
     it->memory_free_bytes = n.free;
-    if (!it->memory_total_bytes) it->memory_total_bytes = n.total;
-    if (it->name.empty()) it->name = n.name;
+    if (!it->memory_total_bytes)
+      it->memory_total_bytes = n.total;
+    if (it->name.empty())
+      it->name = n.name;
   }
   for (auto& g : report.gpus) {
     g.planned = g.cuda_ordinal >= 0 &&
@@ -313,7 +348,8 @@ void run_probe_layers(Run& run) {
       if (const std::string f = fact(*ctx, "free_bytes"); !f.empty())
         g.memory_free_bytes = std::stoull(f);
     if (const auto* bw = report.find("compute.gpu" + std::to_string(g.cuda_ordinal) + ".bandwidth"))
-      if (const std::string f = fact(*bw, "gbps"); !f.empty()) g.bandwidth_gbps = std::stod(f);
+      if (const std::string f = fact(*bw, "gbps"); !f.empty())
+        g.bandwidth_gbps = std::stod(f);
   }
 
   // NVML and CUDA counts against each other.
@@ -324,17 +360,21 @@ void run_probe_layers(Run& run) {
                {"cuda_count", std::to_string(report.host.cuda_device_count)}};
     std::vector<std::string> cuda_only;
     for (const auto& g : report.gpus)
-      if (g.cuda_ordinal >= 0 && g.nvml_index < 0) cuda_only.push_back(g.pci_bus_id);
+      if (g.cuda_ordinal >= 0 && g.nvml_index < 0)
+        cuda_only.push_back(g.pci_bus_id);
     std::string missing, lost;
     for (const auto& id : nvml_only) {
       missing += (missing.empty() ? "" : ", ") + id;
       const std::string err = nvml_recheck(run, id);
-      if (!err.empty()) lost += (lost.empty() ? "" : ", ") + id + " (NVML now: " + err + ")";
+      if (!err.empty())
+        lost += (lost.empty() ? "" : ", ") + id + " (NVML now: " + err + ")";
     }
-    if (!missing.empty()) c.facts.emplace_back("only_in_nvml", missing);
+    if (!missing.empty())
+      c.facts.emplace_back("only_in_nvml", missing);
     if (!cuda_only.empty()) {
       std::string s;
-      for (auto& x : cuda_only) s += (s.empty() ? "" : ", ") + x;
+      for (auto& x : cuda_only)
+        s += (s.empty() ? "" : ", ") + x;
       c.facts.emplace_back("only_in_cuda", s);
     }
     if (!lost.empty()) {
@@ -345,16 +385,17 @@ void run_probe_layers(Run& run) {
                     "preflight ran";
       c.remedy = "check dmesg for Xid 79/48/119; reset the GPU (nvidia-smi -r -i N) or reboot "
                  "the host; drain it if it repeats";
-    } else if (!missing.empty() &&
-               !(run.host.visible_limit >= 0 &&
-                 report.host.cuda_device_count >= std::min(run.host.visible_limit, run.nvml.count))) {
+    } else if (!missing.empty() && !(run.host.visible_limit >= 0 &&
+                                     report.host.cuda_device_count >=
+                                         std::min(run.host.visible_limit, run.nvml.count))) {
       c.status = CheckStatus::warn;
       c.summary = "NVML sees " + std::to_string(run.nvml.count) + " GPU(s), CUDA " +
                   std::to_string(report.host.cuda_device_count) + "; missing from CUDA: " + missing;
       std::string why;
       for (const auto& n : run.nvml.gpus)
         if (std::find(nvml_only.begin(), nvml_only.end(), n.pci_bus_id) != nvml_only.end()) {
-          if (n.mig_current == 1) why += " " + n.pci_bus_id + " has MIG enabled;";
+          if (n.mig_current == 1)
+            why += " " + n.pci_bus_id + " has MIG enabled;";
           else if (n.minor >= 0 && !std::binary_search(run.host.gpu_node_minors.begin(),
                                                        run.host.gpu_node_minors.end(), n.minor))
             why += " /dev/nvidia" + std::to_string(n.minor) + " (" + n.pci_bus_id +
@@ -381,14 +422,17 @@ void run_probe_layers(Run& run) {
     c.elapsed_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
     auto pos = report.checks.begin();
     for (auto it = report.checks.begin(); it != report.checks.end(); ++it)
-      if (it->layer == PreflightLayer::cuda_driver) pos = it + 1;
+      if (it->layer == PreflightLayer::cuda_driver)
+        pos = it + 1;
     report.checks.insert(pos, std::move(c));
   }
 
   // Diagnoses of CUDA errors, with the other layers' evidence.
   for (auto& c : report.checks) {
-    if (c.layer == PreflightLayer::host || c.layer == PreflightLayer::driver) continue;
-    if (c.status != CheckStatus::fail && c.status != CheckStatus::warn) continue;
+    if (c.layer == PreflightLayer::host || c.layer == PreflightLayer::driver)
+      continue;
+    if (c.status != CheckStatus::fail && c.status != CheckStatus::warn)
+      continue;
     if (c.cuda_error == 209 || c.cuda_error == 218 || c.cuda_error == 222) {
       int cc = 0;
       std::string name;
@@ -429,7 +473,8 @@ void run_probe_layers(Run& run) {
       }
       continue;
     }
-    if (c.cuda_error != 0 && c.diagnosis.empty()) diagnose_cuda(run, c, libcuda_path);
+    if (c.cuda_error != 0 && c.diagnosis.empty())
+      diagnose_cuda(run, c, libcuda_path);
     // A GPU that CUDA listed but cannot use any more: ask NVML whether it is still there.
     if (c.gpu >= 0 && c.cuda_error != 0 && c.id.find(".context") != std::string::npos) {
       for (const auto& g : report.gpus)
@@ -439,8 +484,9 @@ void run_probe_layers(Run& run) {
             c.facts.emplace_back("nvml_recheck", err);
             c.diagnosis = "GPU " + std::to_string(c.gpu) + " (" + g.pci_bus_id +
                           ") vanished between layers: cuDeviceGetCount listed it, its context "
-                          "then failed with " + c.cuda_error_name + ", and NVML now answers " +
-                          err + " (fallen off the bus or reset)";
+                          "then failed with " +
+                          c.cuda_error_name + ", and NVML now answers " + err +
+                          " (fallen off the bus or reset)";
             c.remedy = "check dmesg for Xid 79/48/119; reset the GPU (nvidia-smi -r -i N) or "
                        "reboot the host; drain it if it repeats";
           }
@@ -472,10 +518,14 @@ void run_probe_layers(Run& run) {
 CheckStatus worst(CheckStatus a, CheckStatus b) {
   auto rank = [](CheckStatus s) {
     switch (s) {
-    case CheckStatus::fail: return 3;
-    case CheckStatus::warn: return 2;
-    case CheckStatus::pass: return 1;
-    default: return 0;
+    case CheckStatus::fail:
+      return 3;
+    case CheckStatus::warn:
+      return 2;
+    case CheckStatus::pass:
+      return 1;
+    default:
+      return 0;
     }
   };
   return rank(a) >= rank(b) ? a : b;
@@ -497,8 +547,9 @@ namespace specbench {
 
 Status validate_plan(const PreflightPlan& plan) {
   if (plan.tp < 1)
-    return {StatusCode::invalid_argument, "tp must be at least 1 (got " + std::to_string(plan.tp) + ")",
-            "pass --tp 1, 2, 4 or 8", "preflight plan"};
+    return {StatusCode::invalid_argument,
+            "tp must be at least 1 (got " + std::to_string(plan.tp) + ")", "pass --tp 1, 2, 4 or 8",
+            "preflight plan"};
   std::set<int> seen;
   for (int g : plan.gpus) {
     if (g < 0)
@@ -560,8 +611,10 @@ PreflightReport run_preflight(const PreflightPlan& plan) {
   }
   double compute_ms = 0, inter_ms = 0;
   for (const auto& c : report.checks) {
-    if (c.layer == PreflightLayer::compute) compute_ms += c.elapsed_ms;
-    if (c.layer == PreflightLayer::interconnect) inter_ms += c.elapsed_ms;
+    if (c.layer == PreflightLayer::compute)
+      compute_ms += c.elapsed_ms;
+    if (c.layer == PreflightLayer::interconnect)
+      inter_ms += c.elapsed_ms;
   }
   report.layers[2].elapsed_ms = std::max(0.0, probe_ms - compute_ms - inter_ms);
   report.layers[3].elapsed_ms = compute_ms;
@@ -570,12 +623,13 @@ PreflightReport run_preflight(const PreflightPlan& plan) {
   // Dependent layers of a failed one are "blocked".
   if (report.run_error.is_ok()) {
     const auto& cuda = report.layers[2];
-    const bool cuda_failed = cuda.status == CheckStatus::fail &&
-                             report.find("cuda.devices") == nullptr;
+    const bool cuda_failed =
+        cuda.status == CheckStatus::fail && report.find("cuda.devices") == nullptr;
     if (cuda_failed) {
       const CheckResult* first = nullptr;
       for (const auto* c : report.checks_of(PreflightLayer::cuda_driver))
-        if (!first && c->status == CheckStatus::fail) first = c;
+        if (!first && c->status == CheckStatus::fail)
+          first = c;
       const std::string by = "blocked by cuda-driver" + (first ? " (" + first->id + ")" : "");
       if (report.checks_of(PreflightLayer::compute).empty())
         add_skipped(run, "compute", PreflightLayer::compute, by);
@@ -592,7 +646,8 @@ PreflightReport run_preflight(const PreflightPlan& plan) {
     for (const auto& c : report.checks) {
       const bool mine = (c.gpu >= 0 && c.gpu == g.cuda_ordinal) ||
                         (g.nvml_index >= 0 && c.id == "driver.gpu" + std::to_string(g.nvml_index));
-      if (mine) g.status = g.status == CheckStatus::skipped ? c.status : worst(g.status, c.status);
+      if (mine)
+        g.status = g.status == CheckStatus::skipped ? c.status : worst(g.status, c.status);
     }
   }
   report.elapsed_ms = std::chrono::duration<double, std::milli>(Clock::now() - t_start).count();
@@ -606,10 +661,12 @@ Expected<std::vector<int>> parse_gpu_list(const std::string& text) {
     return Status(StatusCode::invalid_argument, "GPU list \"" + text + "\": " + why,
                   "write it as 0,1,2,3 or 0-3", "--gpus");
   };
-  if (text.empty()) return bad("empty");
+  if (text.empty())
+    return bad("empty");
   while (pos <= text.size()) {
     size_t end = text.find(',', pos);
-    if (end == std::string::npos) end = text.size();
+    if (end == std::string::npos)
+      end = text.size();
     const std::string item = text.substr(pos, end - pos);
     const size_t dash = item.find('-');
     auto number = [](const std::string& s, int& v) {
@@ -620,12 +677,14 @@ Expected<std::vector<int>> parse_gpu_list(const std::string& text) {
     };
     int a = 0, b = 0;
     if (dash == std::string::npos) {
-      if (!number(item, a)) return bad("\"" + item + "\" is not a GPU ordinal");
+      if (!number(item, a))
+        return bad("\"" + item + "\" is not a GPU ordinal");
       out.push_back(a);
     } else {
       if (!number(item.substr(0, dash), a) || !number(item.substr(dash + 1), b) || b < a)
         return bad("\"" + item + "\" is not a range like 0-3");
-      for (int i = a; i <= b; ++i) out.push_back(i);
+      for (int i = a; i <= b; ++i)
+        out.push_back(i);
     }
     pos = end + 1;
   }

@@ -14,20 +14,20 @@ int run_gpu_probe(const std::string& request_json, int out_fd);
 
 /// What came back from one probe child.
 struct ProbeOutcome {
-  bool started = false;          ///< the child process could be started
-  std::string start_error;       ///< why not
-  std::string executable;        ///< the probe executable, or "(fork)" when the library forked
+  bool started = false;               ///< the child process could be started
+  std::string start_error;            ///< why not
+  std::string executable;             ///< the probe executable, or "(fork)" when the library forked
   std::vector<nlohmann::json> events; ///< every event the child wrote, in order
-  bool finished = false;         ///< the child wrote its "done" event
-  bool timed_out = false;        ///< killed after a step ran past its limit
-  std::string hung_step;         ///< id of the step that was running when it was killed
-  int hung_gpu = -1;             ///< its GPU
-  double limit_ms = 0.0;         ///< the limit it exceeded
-  bool reaped = true;            ///< false: the killed child did not exit (stuck in the kernel)
-  int exit_code = -1;            ///< exit status, -1 when killed by a signal
-  int term_signal = 0;           ///< signal that ended it (0 = none)
-  std::string stderr_tail;       ///< last lines it wrote to stderr
-  double elapsed_ms = 0.0;       ///< wall time of the child
+  bool finished = false;              ///< the child wrote its "done" event
+  bool timed_out = false;             ///< killed after a step ran past its limit
+  std::string hung_step;              ///< id of the step that was running when it was killed
+  int hung_gpu = -1;                  ///< its GPU
+  double limit_ms = 0.0;              ///< the limit it exceeded
+  bool reaped = true;      ///< false: the killed child did not exit (stuck in the kernel)
+  int exit_code = -1;      ///< exit status, -1 when killed by a signal
+  int term_signal = 0;     ///< signal that ended it (0 = none)
+  std::string stderr_tail; ///< last lines it wrote to stderr
+  double elapsed_ms = 0.0; ///< wall time of the child
 };
 
 /// Resolves the probe executable for `plan` ("" = none found: the library forks itself).

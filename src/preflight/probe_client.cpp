@@ -26,18 +26,22 @@ bool executable(const fs::path& p) {
 }
 
 std::chrono::milliseconds limit_for(const std::string& step, const PreflightTimeouts& t) {
-  if (step.rfind("compute.", 0) == 0) return t.compute;
-  if (step.rfind("interconnect.", 0) == 0) return t.interconnect;
+  if (step.rfind("compute.", 0) == 0)
+    return t.compute;
+  if (step.rfind("interconnect.", 0) == 0)
+    return t.interconnect;
   return t.cuda_init;
 }
 
 } // namespace
 
 std::string find_probe_executable(const PreflightPlan& plan) {
-  if (!plan.probe_path.empty()) return plan.probe_path; // checked when started
+  if (!plan.probe_path.empty())
+    return plan.probe_path; // checked when started
   if (auto it = plan.environment.find("SPECBENCH_GPU_PROBE"); it != plan.environment.end())
     return it->second;
-  if (const char* env = std::getenv("SPECBENCH_GPU_PROBE"); env && *env) return env;
+  if (const char* env = std::getenv("SPECBENCH_GPU_PROBE"); env && *env)
+    return env;
   std::error_code ec;
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) {
@@ -45,10 +49,12 @@ std::string find_probe_executable(const PreflightPlan& plan) {
     for (const fs::path& c : {dir / "specbench-gpu-probe", dir / "bin" / "specbench-gpu-probe",
                               dir.parent_path() / "bin" / "specbench-gpu-probe",
                               dir.parent_path() / "libexec" / "specbench-gpu-probe"})
-      if (executable(c)) return c.string();
+      if (executable(c))
+        return c.string();
   }
 #ifdef SPECBENCH_PROBE_BUILD_PATH
-  if (executable(SPECBENCH_PROBE_BUILD_PATH)) return SPECBENCH_PROBE_BUILD_PATH;
+  if (executable(SPECBENCH_PROBE_BUILD_PATH))
+    return SPECBENCH_PROBE_BUILD_PATH;
 #endif
   return {};
 }
@@ -69,16 +75,20 @@ ProbeOutcome run_probe_child(const nlohmann::json& request, const PreflightPlan&
   for (char** e = environ; e && *e; ++e) {
     std::string kv = *e;
     const std::string key = kv.substr(0, kv.find('='));
-    if (plan.environment.count(key) == 0) env_store.push_back(std::move(kv));
+    if (plan.environment.count(key) == 0)
+      env_store.push_back(std::move(kv));
   }
-  for (const auto& [k, v] : plan.environment) env_store.push_back(k + "=" + v);
+  for (const auto& [k, v] : plan.environment)
+    env_store.push_back(k + "=" + v);
   std::vector<char*> envp;
-  for (auto& s : env_store) envp.push_back(s.data());
+  for (auto& s : env_store)
+    envp.push_back(s.data());
   envp.push_back(nullptr);
   std::vector<std::string> args_store = {exe.empty() ? "specbench-gpu-probe" : exe, "--request",
                                          req};
   std::vector<char*> argv;
-  for (auto& s : args_store) argv.push_back(s.data());
+  for (auto& s : args_store)
+    argv.push_back(s.data());
   argv.push_back(nullptr);
 
   int out_pipe[2], err_pipe[2];
@@ -95,7 +105,8 @@ ProbeOutcome run_probe_child(const nlohmann::json& request, const PreflightPlan&
   const pid_t pid = ::fork();
   if (pid < 0) {
     out.start_error = std::string("fork: ") + std::strerror(errno);
-    for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) ::close(fd);
+    for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]})
+      ::close(fd);
     return out;
   }
   if (pid == 0) {
@@ -105,14 +116,15 @@ ProbeOutcome run_probe_child(const nlohmann::json& request, const PreflightPlan&
     ::dup2(err_pipe[1], 2);
     if (!exe.empty()) {
       ::execve(exe.c_str(), argv.data(), envp.data());
-      const std::string msg = std::string("{\"ev\":\"error\",\"message\":\"exec ") + exe +
-                              ": " + std::strerror(errno) + "\"}\n";
+      const std::string msg = std::string("{\"ev\":\"error\",\"message\":\"exec ") + exe + ": " +
+                              std::strerror(errno) + "\"}\n";
       (void)!::write(1, msg.data(), msg.size());
       ::_exit(127);
     }
     // No probe executable: run the probe in this fork. The parent never initialised CUDA, so the
     // fork starts clean.
-    for (const auto& [k, v] : plan.environment) ::setenv(k.c_str(), v.c_str(), 1);
+    for (const auto& [k, v] : plan.environment)
+      ::setenv(k.c_str(), v.c_str(), 1);
     ::_exit(run_gpu_probe(req, 1));
   }
   ::setpgid(pid, pid); // also from the parent, to win the race with the kill below
@@ -141,7 +153,8 @@ ProbeOutcome run_probe_child(const nlohmann::json& request, const PreflightPlan&
     pollfd fds[2] = {{out_open ? out_pipe[0] : -1, POLLIN, 0},
                      {err_open ? err_pipe[0] : -1, POLLIN, 0}};
     const int pr = ::poll(fds, 2, static_cast<int>(std::min<long long>(left.count(), 1000)));
-    if (pr < 0 && errno != EINTR) break;
+    if (pr < 0 && errno != EINTR)
+      break;
     char chunk[8192];
     if (out_open && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) {
       const ssize_t n = ::read(out_pipe[0], chunk, sizeof chunk);
@@ -153,7 +166,8 @@ ProbeOutcome run_probe_child(const nlohmann::json& request, const PreflightPlan&
         while ((nl = buf.find('\n')) != std::string::npos) {
           auto ev = nlohmann::json::parse(buf.substr(0, nl), nullptr, false);
           buf.erase(0, nl + 1);
-          if (ev.is_discarded() || !ev.is_object()) continue;
+          if (ev.is_discarded() || !ev.is_object())
+            continue;
           const std::string kind = ev.value("ev", "");
           if (kind == "begin") {
             step = ev.value("id", step);
@@ -176,7 +190,8 @@ ProbeOutcome run_probe_child(const nlohmann::json& request, const PreflightPlan&
         err_open = false;
       } else {
         err_buf.append(chunk, static_cast<size_t>(n));
-        if (err_buf.size() > 4096) err_buf.erase(0, err_buf.size() - 4096);
+        if (err_buf.size() > 4096)
+          err_buf.erase(0, err_buf.size() - 4096);
       }
     }
   }
@@ -195,12 +210,15 @@ ProbeOutcome run_probe_child(const nlohmann::json& request, const PreflightPlan&
       out.reaped = true;
       break;
     }
-    if (r < 0 || Clock::now() > reap_deadline) break;
+    if (r < 0 || Clock::now() > reap_deadline)
+      break;
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   if (out.reaped) {
-    if (WIFEXITED(status)) out.exit_code = WEXITSTATUS(status);
-    if (WIFSIGNALED(status)) out.term_signal = WTERMSIG(status);
+    if (WIFEXITED(status))
+      out.exit_code = WEXITSTATUS(status);
+    if (WIFSIGNALED(status))
+      out.term_signal = WTERMSIG(status);
   } else if (!out.timed_out) {
     ::kill(-pid, SIGKILL);
   }

@@ -28,7 +28,8 @@ const void* probe_fatbin() noexcept {
 }
 std::size_t probe_fatbin_size() noexcept {
 #ifdef SPECBENCH_PREFLIGHT_FATBIN
-  return static_cast<std::size_t>(specbench_preflight_fatbin_end - specbench_preflight_fatbin_begin);
+  return static_cast<std::size_t>(specbench_preflight_fatbin_end -
+                                  specbench_preflight_fatbin_begin);
 #else
   return 0;
 #endif

@@ -13,5 +13,7 @@ std::size_t probe_fatbin_size() noexcept;
 /// Name of the fill kernel: out[i] = (i * 2654435761u) ^ seed for i < n.
 inline constexpr const char* probe_fill_kernel = "specbench_preflight_fill";
 /// The value the fill kernel writes at index i.
-inline unsigned probe_fill_value(unsigned i, unsigned seed) { return (i * 2654435761u) ^ seed; }
+inline unsigned probe_fill_value(unsigned i, unsigned seed) {
+  return (i * 2654435761u) ^ seed;
+}
 } // namespace specbench::preflight

@@ -12,28 +12,39 @@ namespace specbench {
 
 const char* to_string(PreflightLayer layer) noexcept {
   switch (layer) {
-  case PreflightLayer::host: return "host";
-  case PreflightLayer::driver: return "driver";
-  case PreflightLayer::cuda_driver: return "cuda-driver";
-  case PreflightLayer::compute: return "compute";
-  case PreflightLayer::interconnect: return "interconnect";
-  case PreflightLayer::model: return "model";
+  case PreflightLayer::host:
+    return "host";
+  case PreflightLayer::driver:
+    return "driver";
+  case PreflightLayer::cuda_driver:
+    return "cuda-driver";
+  case PreflightLayer::compute:
+    return "compute";
+  case PreflightLayer::interconnect:
+    return "interconnect";
+  case PreflightLayer::model:
+    return "model";
   }
   return "unknown";
 }
 
 const char* to_string(CheckStatus status) noexcept {
   switch (status) {
-  case CheckStatus::pass: return "pass";
-  case CheckStatus::warn: return "warn";
-  case CheckStatus::fail: return "fail";
-  case CheckStatus::skipped: return "skipped";
+  case CheckStatus::pass:
+    return "pass";
+  case CheckStatus::warn:
+    return "warn";
+  case CheckStatus::fail:
+    return "fail";
+  case CheckStatus::skipped:
+    return "skipped";
   }
   return "unknown";
 }
 
 bool PreflightReport::passed() const noexcept {
-  if (could_not_run()) return false;
+  if (could_not_run())
+    return false;
   return std::none_of(checks.begin(), checks.end(),
                       [](const CheckResult& c) { return c.status == CheckStatus::fail; });
 }
@@ -44,8 +55,10 @@ bool PreflightReport::has_warnings() const noexcept {
 }
 
 const char* PreflightReport::verdict() const noexcept {
-  if (could_not_run()) return "could-not-run";
-  if (!passed()) return "fail";
+  if (could_not_run())
+    return "could-not-run";
+  if (!passed())
+    return "fail";
   return has_warnings() ? "warn" : "pass";
 }
 
@@ -53,28 +66,33 @@ const CheckResult* PreflightReport::first_failure() const noexcept {
   // Host findings are evidence for the other layers' diagnoses: the headline is the first failure
   // of a deeper layer (whose diagnosis already cites the host evidence), else the host's own.
   for (const auto& c : checks)
-    if (c.status == CheckStatus::fail && c.layer != PreflightLayer::host) return &c;
+    if (c.status == CheckStatus::fail && c.layer != PreflightLayer::host)
+      return &c;
   for (const auto& c : checks)
-    if (c.status == CheckStatus::fail) return &c;
+    if (c.status == CheckStatus::fail)
+      return &c;
   return nullptr;
 }
 
 std::vector<const CheckResult*> PreflightReport::checks_of(PreflightLayer l) const {
   std::vector<const CheckResult*> out;
   for (const auto& c : checks)
-    if (c.layer == l) out.push_back(&c);
+    if (c.layer == l)
+      out.push_back(&c);
   return out;
 }
 
 const CheckResult* PreflightReport::find(const std::string& id) const noexcept {
   for (const auto& c : checks)
-    if (c.id == id) return &c;
+    if (c.id == id)
+      return &c;
   return nullptr;
 }
 
 const LayerResult& PreflightReport::layer(PreflightLayer l) const {
   for (const auto& r : layers)
-    if (r.layer == l) return r;
+    if (r.layer == l)
+      return r;
   throw std::out_of_range("layer not in report");
 }
 
@@ -97,8 +115,11 @@ std::string PreflightReport::to_json(int indent) const {
   else
     j["error"] = nullptr;
   if (const auto* f = first_failure())
-    j["first_failure"] = {{"id", f->id}, {"layer", to_string(f->layer)}, {"summary", f->summary},
-                          {"diagnosis", f->diagnosis}, {"remedy", f->remedy}};
+    j["first_failure"] = {{"id", f->id},
+                          {"layer", to_string(f->layer)},
+                          {"summary", f->summary},
+                          {"diagnosis", f->diagnosis},
+                          {"remedy", f->remedy}};
   else
     j["first_failure"] = nullptr;
   j["plan"] = {{"tp", plan.tp},
@@ -135,10 +156,11 @@ std::string PreflightReport::to_json(int indent) const {
   j["host"] = h;
   j["layers"] = json::array();
   for (const auto& l : layers)
-    j["layers"].push_back({{"layer", to_string(l.layer)},
-                           {"status", to_string(l.status)},
-                           {"elapsed_ms", l.elapsed_ms},
-                           {"blocked_by", l.blocked_by.empty() ? json(nullptr) : json(l.blocked_by)}});
+    j["layers"].push_back(
+        {{"layer", to_string(l.layer)},
+         {"status", to_string(l.status)},
+         {"elapsed_ms", l.elapsed_ms},
+         {"blocked_by", l.blocked_by.empty() ? json(nullptr) : json(l.blocked_by)}});
   j["gpus"] = json::array();
   for (const auto& g : gpus)
     j["gpus"].push_back({{"cuda_ordinal", g.cuda_ordinal},
@@ -156,7 +178,8 @@ std::string PreflightReport::to_json(int indent) const {
   j["checks"] = json::array();
   for (const auto& c : checks) {
     json f = json::object();
-    for (const auto& [k, v] : c.facts) f[k] = v;
+    for (const auto& [k, v] : c.facts)
+      f[k] = v;
     json cj = {{"id", c.id},
                {"layer", to_string(c.layer)},
                {"status", to_string(c.status)},
@@ -164,8 +187,8 @@ std::string PreflightReport::to_json(int indent) const {
                {"summary", c.summary},
                {"elapsed_ms", c.elapsed_ms},
                {"facts", f}};
-    cj["cuda_error"] = c.cuda_error ? json{{"code", c.cuda_error}, {"name", c.cuda_error_name}}
-                                    : json(nullptr);
+    cj["cuda_error"] =
+        c.cuda_error ? json{{"code", c.cuda_error}, {"name", c.cuda_error_name}} : json(nullptr);
     cj["diagnosis"] = c.diagnosis.empty() ? json(nullptr) : json(c.diagnosis);
     cj["remedy"] = c.remedy.empty() ? json(nullptr) : json(c.remedy);
     j["checks"].push_back(std::move(cj));
@@ -179,7 +202,8 @@ std::string PreflightReport::to_table(bool colour) const {
                        : s == CheckStatus::warn ? "WARN"
                        : s == CheckStatus::fail ? "FAIL"
                                                 : "SKIP";
-    if (!colour) return word;
+    if (!colour)
+      return word;
     const char* code = s == CheckStatus::pass   ? "\033[32m"
                        : s == CheckStatus::warn ? "\033[33m"
                        : s == CheckStatus::fail ? "\033[1;31m"
@@ -196,14 +220,16 @@ std::string PreflightReport::to_table(bool colour) const {
                   c.elapsed_ms);
     out += paint(c.status) + line + c.summary + "\n";
     if (c.status == CheckStatus::fail || c.status == CheckStatus::warn) {
-      if (!c.diagnosis.empty()) out += "        why: " + c.diagnosis + "\n";
-      if (!c.remedy.empty()) out += "        fix: " + c.remedy + "\n";
+      if (!c.diagnosis.empty())
+        out += "        why: " + c.diagnosis + "\n";
+      if (!c.remedy.empty())
+        out += "        fix: " + c.remedy + "\n";
     }
   }
   out += "\nlayers:";
   for (const auto& l : layers) {
-    std::snprintf(line, sizeof line, " %s %s %.0f ms%s;", to_string(l.layer),
-                  to_string(l.status), l.elapsed_ms,
+    std::snprintf(line, sizeof line, " %s %s %.0f ms%s;", to_string(l.layer), to_string(l.status),
+                  l.elapsed_ms,
                   l.blocked_by.empty() ? "" : (" (blocked by " + l.blocked_by + ")").c_str());
     out += line;
   }
@@ -213,10 +239,13 @@ std::string PreflightReport::to_table(bool colour) const {
   } else if (const auto* f = first_failure()) {
     out += std::string("verdict: ") + paint(CheckStatus::fail) + " at layer " +
            to_string(f->layer) + " (" + f->id + "): " + f->summary + "\n";
-    if (!f->diagnosis.empty()) out += "  why: " + f->diagnosis + "\n";
-    if (!f->remedy.empty()) out += "  fix: " + f->remedy + "\n";
+    if (!f->diagnosis.empty())
+      out += "  why: " + f->diagnosis + "\n";
+    if (!f->remedy.empty())
+      out += "  fix: " + f->remedy + "\n";
   } else {
-    out += std::string("verdict: ") + paint(has_warnings() ? CheckStatus::warn : CheckStatus::pass) +
+    out += std::string("verdict: ") +
+           paint(has_warnings() ? CheckStatus::warn : CheckStatus::pass) +
            (has_warnings() ? " (warnings above)" : "") + "\n";
   }
   std::snprintf(line, sizeof line, "total: %.0f ms\n", elapsed_ms);

@@ -17,7 +17,9 @@ extern char** environ;
 namespace specbench::testing {
 namespace fs = std::filesystem;
 
-std::string fake_driver_dir() { return SPECBENCH_FAKE_DRIVER_DIR; }
+std::string fake_driver_dir() {
+  return SPECBENCH_FAKE_DRIVER_DIR;
+}
 
 FakeMachine::FakeMachine(const std::string& name) {
   root = make_temp_dir("preflight-" + name);
@@ -34,8 +36,10 @@ FakeMachine::FakeMachine(const std::string& name) {
 }
 
 FakeMachine::~FakeMachine() {
-  for (const auto& v : vars_) ::unsetenv(v.c_str());
-  for (const auto& [k, v] : saved_) ::setenv(k.c_str(), v.c_str(), 1);
+  for (const auto& v : vars_)
+    ::unsetenv(v.c_str());
+  for (const auto& [k, v] : saved_)
+    ::setenv(k.c_str(), v.c_str(), 1);
   std::error_code ec;
   fs::remove_all(root, ec);
 }
@@ -67,21 +71,28 @@ void FakeMachine::driver_loaded(const std::string& version, Uvm uvm) {
   // /dev/null is character device 1:3: the fake NVIDIA nodes point at it, and /proc/devices says
   // major 1 belongs to the NVIDIA drivers.
   std::string devices = "Character devices:\n  1 mem\n  1 nvidia-frontend\n";
-  if (uvm == Uvm::ok || uvm == Uvm::missing_node) devices += "  1 nvidia-uvm\n";
-  if (uvm == Uvm::stale_major) devices += "510 nvidia-uvm\n";
+  if (uvm == Uvm::ok || uvm == Uvm::missing_node)
+    devices += "  1 nvidia-uvm\n";
+  if (uvm == Uvm::stale_major)
+    devices += "510 nvidia-uvm\n";
   devices += "\nBlock devices:\n  8 sd\n";
   write("proc/devices", devices);
-  if (uvm != Uvm::no_module) fs::create_directories(root / "sys/module/nvidia_uvm");
-  if (uvm == Uvm::ok || uvm == Uvm::stale_major) link("dev/nvidia-uvm", "/dev/null");
+  if (uvm != Uvm::no_module)
+    fs::create_directories(root / "sys/module/nvidia_uvm");
+  if (uvm == Uvm::ok || uvm == Uvm::stale_major)
+    link("dev/nvidia-uvm", "/dev/null");
 }
 
 void FakeMachine::gpu_nodes(int n, int missing) {
   link("dev/nvidiactl", "/dev/null");
   for (int i = 0; i < n; ++i)
-    if (i != missing) link("dev/nvidia" + std::to_string(i), "/dev/null");
+    if (i != missing)
+      link("dev/nvidia" + std::to_string(i), "/dev/null");
 }
 
-void FakeMachine::container(const std::string& kind) { write("run/systemd/container", kind + "\n"); }
+void FakeMachine::container(const std::string& kind) {
+  write("run/systemd/container", kind + "\n");
+}
 
 void FakeMachine::healthy(int gpus) {
   driver_loaded();
@@ -106,18 +117,23 @@ CliResult run_cli(const std::vector<std::string>& argv,
                   const std::map<std::string, std::string>& env, int timeout_s) {
   CliResult r;
   int pipe_fd[2];
-  if (::pipe2(pipe_fd, O_CLOEXEC) != 0) return r;
+  if (::pipe2(pipe_fd, O_CLOEXEC) != 0)
+    return r;
   std::vector<std::string> env_store;
   for (char** e = environ; *e; ++e) {
     std::string kv = *e;
-    if (env.count(kv.substr(0, kv.find('='))) == 0) env_store.push_back(kv);
+    if (env.count(kv.substr(0, kv.find('='))) == 0)
+      env_store.push_back(kv);
   }
-  for (const auto& [k, v] : env) env_store.push_back(k + "=" + v);
+  for (const auto& [k, v] : env)
+    env_store.push_back(k + "=" + v);
   std::vector<char*> envp, args;
-  for (auto& s : env_store) envp.push_back(s.data());
+  for (auto& s : env_store)
+    envp.push_back(s.data());
   envp.push_back(nullptr);
   std::vector<std::string> argv_store = argv;
-  for (auto& s : argv_store) args.push_back(s.data());
+  for (auto& s : argv_store)
+    args.push_back(s.data());
   args.push_back(nullptr);
   const auto t0 = std::chrono::steady_clock::now();
   const pid_t pid = ::fork();
@@ -137,15 +153,18 @@ CliResult run_cli(const std::vector<std::string>& argv,
       ::kill(pid, SIGKILL);
       break;
     }
-    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0)
+      continue;
     const ssize_t n = ::read(pipe_fd[0], buf, sizeof buf);
-    if (n <= 0) break;
+    if (n <= 0)
+      break;
     r.out.append(buf, static_cast<size_t>(n));
   }
   ::close(pipe_fd[0]);
   int status = 0;
   ::waitpid(pid, &status, 0);
-  r.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  r.wall_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return r;
 }

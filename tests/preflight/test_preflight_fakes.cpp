@@ -17,8 +17,8 @@
 namespace specbench {
 namespace {
 using testing::FakeMachine;
-using testing::Uvm;
 using ::testing::HasSubstr;
+using testing::Uvm;
 
 const CheckResult& check(const PreflightReport& r, const std::string& id) {
   const CheckResult* c = r.find(id);
@@ -31,7 +31,8 @@ const CheckResult& check(const PreflightReport& r, const std::string& id) {
 }
 
 int exit_code(const PreflightReport& r) {
-  if (std::getenv("PREFLIGHT_TEST_VERBOSE")) std::cout << r.to_table() << "\n";
+  if (std::getenv("PREFLIGHT_TEST_VERBOSE"))
+    std::cout << r.to_table() << "\n";
   return r.could_not_run() ? 2 : r.passed() ? 0 : 1;
 }
 
@@ -80,7 +81,8 @@ TEST(PreflightFakes, StaleUvmMajorAfterRebootIsNamed) {
   m.set("FAKE_GPU_COUNT", "8");
   m.set("FAKE_CUDA_INIT_RESULT", "999");
   const PreflightReport r = run_preflight(m.plan(1));
-  EXPECT_THAT(check(r, "host.uvm").summary, HasSubstr("major 1 but the loaded nvidia-uvm driver has major 510"));
+  EXPECT_THAT(check(r, "host.uvm").summary,
+              HasSubstr("major 1 but the loaded nvidia-uvm driver has major 510"));
   EXPECT_THAT(check(r, "cuda.init").diagnosis, HasSubstr("stale node"));
   EXPECT_EQ(exit_code(r), 1);
 }
@@ -104,7 +106,8 @@ TEST(PreflightFakes, NoDriverAtAll) {
                     {"cuda", (m.root / "nowhere/libcuda.so.1").string()}};
   const auto t0 = std::chrono::steady_clock::now();
   const PreflightReport r = run_preflight(plan);
-  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_EQ(check(r, "host.kernel_module").status, CheckStatus::fail);
   EXPECT_EQ(check(r, "driver.nvml").status, CheckStatus::fail);
   const CheckResult& load = check(r, "cuda.load");
@@ -116,7 +119,8 @@ TEST(PreflightFakes, NoDriverAtAll) {
 }
 
 TEST(PreflightFakes, DriverOlderThanRuntimeIs35) {
-  if (!build_info::cuda_compiled) GTEST_SKIP() << "built without CUDA: no runtime version to compare";
+  if (!build_info::cuda_compiled)
+    GTEST_SKIP() << "built without CUDA: no runtime version to compare";
   FakeMachine m("driver-old");
   m.healthy(1);
   m.set("FAKE_CUDA_DRIVER_VERSION", "12040");
@@ -186,7 +190,8 @@ TEST(PreflightFakes, HangingCuInitIsKilledNotWaitedFor) {
   plan.timeouts.cuda_init = std::chrono::milliseconds(700);
   const auto t0 = std::chrono::steady_clock::now();
   const PreflightReport r = run_preflight(plan);
-  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_LT(ms, 4000.0);
   const CheckResult& init = check(r, "cuda.init");
   EXPECT_EQ(init.status, CheckStatus::fail);
@@ -248,11 +253,10 @@ TEST(PreflightFakes, HealthyTp2RunsEveryLayerAndVerifiesResults) {
   m.healthy(2);
   const PreflightReport r = run_preflight(m.plan(2));
   ASSERT_FALSE(r.could_not_run()) << r.run_error.to_string();
-  for (const char* id :
-       {"host.uvm", "driver.nvml", "driver.gpu0", "cuda.init", "cuda.count", "cuda.match",
-        "compute.gpu0.context", "compute.gpu0.alloc", "compute.gpu0.memcpy",
-        "compute.gpu0.gemm", "compute.gpu1.gemm", "interconnect.peer_access",
-        "interconnect.p2p_copy", "interconnect.nccl"})
+  for (const char* id : {"host.uvm", "driver.nvml", "driver.gpu0", "cuda.init", "cuda.count",
+                         "cuda.match", "compute.gpu0.context", "compute.gpu0.alloc",
+                         "compute.gpu0.memcpy", "compute.gpu0.gemm", "compute.gpu1.gemm",
+                         "interconnect.peer_access", "interconnect.p2p_copy", "interconnect.nccl"})
     EXPECT_EQ(check(r, id).status, CheckStatus::pass) << id << ": " << check(r, id).summary;
   EXPECT_THAT(check(r, "interconnect.nccl").summary, HasSubstr("right sum"));
   if (build_info::cuda_compiled) {
@@ -290,7 +294,8 @@ TEST(PreflightFakes, WrongDataIsCaught) {
 }
 
 TEST(PreflightFakes, NoKernelImageNamesCompiledArchitectures) {
-  if (!build_info::cuda_compiled) GTEST_SKIP() << "built without CUDA: no kernel image at all";
+  if (!build_info::cuda_compiled)
+    GTEST_SKIP() << "built without CUDA: no kernel image at all";
   FakeMachine m("no-image");
   m.healthy(1);
   m.set("FAKE_CUDA_CC", "121");
@@ -300,7 +305,8 @@ TEST(PreflightFakes, NoKernelImageNamesCompiledArchitectures) {
   EXPECT_EQ(k.status, CheckStatus::fail);
   EXPECT_EQ(k.cuda_error, 209);
   EXPECT_THAT(k.diagnosis, HasSubstr("compute capability 12.1"));
-  EXPECT_THAT(k.diagnosis, HasSubstr(std::string("architectures ") + build_info::cuda_architectures));
+  EXPECT_THAT(k.diagnosis,
+              HasSubstr(std::string("architectures ") + build_info::cuda_architectures));
   EXPECT_THAT(k.remedy, HasSubstr("121"));
 }
 
@@ -313,7 +319,8 @@ TEST(PreflightFakes, TpGroupLargerThanVisibleGpus) {
   EXPECT_EQ(d.cuda_error, 101);
   EXPECT_THAT(d.summary, HasSubstr("TP group needs 2 GPU(s) (0,1), 1 visible"));
   EXPECT_EQ(check(r, "interconnect.peer_access").status, CheckStatus::skipped);
-  EXPECT_THAT(check(r, "interconnect.peer_access").summary, HasSubstr("TP group needs 2 GPUs, 1 visible"));
+  EXPECT_THAT(check(r, "interconnect.peer_access").summary,
+              HasSubstr("TP group needs 2 GPUs, 1 visible"));
   // The GPU that exists is still checked.
   EXPECT_EQ(check(r, "compute.gpu0.context").status, CheckStatus::pass);
   EXPECT_EQ(exit_code(r), 1);
@@ -425,7 +432,8 @@ TEST(PreflightCli, SeedsIncidentExitsOneWithJson) {
   EXPECT_EQ(j["verdict"], "fail");
   bool init_failed = false;
   for (const auto& c : j["checks"])
-    if (c["id"] == "cuda.init") init_failed = c["status"] == "fail" && c["cuda_error"]["code"] == 999;
+    if (c["id"] == "cuda.init")
+      init_failed = c["status"] == "fail" && c["cuda_error"]["code"] == 999;
   EXPECT_TRUE(init_failed) << res.out;
 }
 
@@ -435,9 +443,9 @@ TEST(PreflightCli, HumanTableAndExitCodes) {
   const std::map<std::string, std::string> env = {{"LD_LIBRARY_PATH", testing::fake_driver_dir()},
                                                   {"FAKE_GPU_COUNT", "1"},
                                                   {"FAKE_STATE_DIR", (m.root / "state").string()}};
-  auto res = testing::run_cli({testing::cli_path().string(), "preflight", "--root",
-                               m.root.string(), "--alloc-mib", "2"},
-                              env);
+  auto res = testing::run_cli(
+      {testing::cli_path().string(), "preflight", "--root", m.root.string(), "--alloc-mib", "2"},
+      env);
   EXPECT_EQ(res.exit_code, build_info::cuda_compiled ? 0 : 0) << res.out;
   EXPECT_THAT(res.out, HasSubstr("cuda.init"));
   EXPECT_THAT(res.out, HasSubstr("verdict:"));

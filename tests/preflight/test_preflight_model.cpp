@@ -4,8 +4,8 @@
 
 #include "support/test_paths.hpp"
 
-#include <gtest/gtest.h>
 #include <gmock/gmock.h>
+#include <gtest/gtest.h>
 
 #include <fstream>
 
@@ -21,7 +21,8 @@ void write_shard(const fs::path& p, size_t floats) {
                              "],\"data_offsets\":[0," + std::to_string(floats * 4) + "]}}";
   std::ofstream out(p, std::ios::binary);
   const uint64_t n = header.size();
-  for (int i = 0; i < 8; ++i) out.put(static_cast<char>((n >> (8 * i)) & 0xff));
+  for (int i = 0; i < 8; ++i)
+    out.put(static_cast<char>((n >> (8 * i)) & 0xff));
   out << header;
   out << std::string(floats * 4, '\0');
 }
@@ -34,11 +35,12 @@ fs::path make_model(const fs::path& dir, int shards, size_t floats_per_shard) {
   std::string map;
   size_t total = 0;
   for (int s = 0; s < shards; ++s) {
-    const std::string name = "model-0000" + std::to_string(s + 1) + "-of-0000" +
-                             std::to_string(shards) + ".safetensors";
+    const std::string name =
+        "model-0000" + std::to_string(s + 1) + "-of-0000" + std::to_string(shards) + ".safetensors";
     write_shard(dir / name, floats_per_shard);
     total += floats_per_shard * 4;
-    map += std::string(map.empty() ? "" : ",") + "\"layer" + std::to_string(s) + ".w\":\"" + name + "\"";
+    map += std::string(map.empty() ? "" : ",") + "\"layer" + std::to_string(s) + ".w\":\"" + name +
+           "\"";
   }
   std::ofstream(dir / "model.safetensors.index.json")
       << "{\"metadata\":{\"total_size\":" << total << "},\"weight_map\":{" << map << "}}";
@@ -64,7 +66,8 @@ TEST(PreflightModel, CompleteModelPassesAndFits) {
   EXPECT_EQ(check(r, "model.dir").status, CheckStatus::pass);
   EXPECT_EQ(check(r, "model.config").status, CheckStatus::pass);
   EXPECT_THAT(check(r, "model.config").summary, HasSubstr("Qwen3ForCausalLM, context 32768"));
-  EXPECT_EQ(check(r, "model.weights").status, CheckStatus::pass) << check(r, "model.weights").summary;
+  EXPECT_EQ(check(r, "model.weights").status, CheckStatus::pass)
+      << check(r, "model.weights").summary;
   EXPECT_EQ(check(r, "model.memory_fit").status, CheckStatus::pass);
 }
 

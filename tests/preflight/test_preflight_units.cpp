@@ -10,8 +10,8 @@ namespace {
 using ::testing::HasSubstr;
 
 TEST(CudaErrors, EveryCodeTheStackRaisesHasNameCauseRemedy) {
-  for (int code : {999, 35, 34, 100, 3, 802, 803, 804, 46, 101, 209, 222, 700, 715, 719, 214,
-                   220, 226, 2, 304}) {
+  for (int code : {999, 35,  34,  100, 3,   802, 803, 804, 46, 101,
+                   209, 222, 700, 715, 719, 214, 220, 226, 2,  304}) {
     const CudaErrorInfo* e = find_cuda_error(code);
     ASSERT_NE(e, nullptr) << code;
     EXPECT_EQ(e->code, code);
@@ -28,7 +28,8 @@ TEST(CudaErrors, EveryCodeTheStackRaisesHasNameCauseRemedy) {
   EXPECT_EQ(find_cuda_error(12345), nullptr);
   EXPECT_EQ(cuda_error_name(12345), "CUDA error 12345");
   const auto& t = cuda_error_table();
-  for (size_t i = 1; i < t.size(); ++i) EXPECT_LT(t[i - 1].code, t[i].code);
+  for (size_t i = 1; i < t.size(); ++i)
+    EXPECT_LT(t[i - 1].code, t[i].code);
 }
 
 TEST(GpuList, ParsesListsAndRanges) {

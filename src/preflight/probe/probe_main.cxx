@@ -7,4 +7,6 @@
 
 // _exit: the parent has everything once the "done" event is written; skipping the CUDA and
 // cuBLAS teardown in atexit handlers lets the process end sooner.
-int main(int argc, char** argv) { ::_exit(specbench::gpu_probe_main(argc, argv)); }
+int main(int argc, char** argv) {
+  ::_exit(specbench::gpu_probe_main(argc, argv));
+}

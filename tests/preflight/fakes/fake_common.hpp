@@ -15,7 +15,9 @@ inline std::string env_str(const char* name, const char* fallback) {
   const char* v = std::getenv(name);
   return v ? std::string(v) : std::string(fallback);
 }
-inline int gpu_count_default() { return env_int("FAKE_GPU_COUNT", 1); }
+inline int gpu_count_default() {
+  return env_int("FAKE_GPU_COUNT", 1);
+}
 /// PCI bus id of fake GPU i, as CUDA prints it: "0000:01:00.0" for i = 0.
 inline std::string bus_id(int i) {
   char b[32];
@@ -31,6 +33,7 @@ inline bool is_lost(const std::string& bus) {
   return ::stat(lost_marker(bus).c_str(), &st) == 0;
 }
 inline void mark_lost(const std::string& bus) {
-  if (FILE* f = std::fopen(lost_marker(bus).c_str(), "w")) std::fclose(f);
+  if (FILE* f = std::fopen(lost_marker(bus).c_str(), "w"))
+    std::fclose(f);
 }
 } // namespace fake

@@ -11,13 +11,25 @@ struct nvmlDevice_st {
 };
 static nvmlDevice_st g_devices[64];
 
-static int count() { return fake::env_int("FAKE_NVML_GPU_COUNT", fake::gpu_count_default()); }
-static int idx(nvmlDevice_st* d) { return d ? d->index : -1; }
-static bool lost(nvmlDevice_st* d) { return fake::is_lost(fake::bus_id(idx(d))); }
+static int count() {
+  return fake::env_int("FAKE_NVML_GPU_COUNT", fake::gpu_count_default());
+}
+static int idx(nvmlDevice_st* d) {
+  return d ? d->index : -1;
+}
+static bool lost(nvmlDevice_st* d) {
+  return fake::is_lost(fake::bus_id(idx(d)));
+}
 
-int nvmlInit_v2() { return fake::env_int("FAKE_NVML_INIT_RESULT", 0); }
-int nvmlShutdown() { return 0; }
-const char* nvmlErrorString(int) { return "fake NVML error"; }
+int nvmlInit_v2() {
+  return fake::env_int("FAKE_NVML_INIT_RESULT", 0);
+}
+int nvmlShutdown() {
+  return 0;
+}
+const char* nvmlErrorString(int) {
+  return "fake NVML error";
+}
 int nvmlSystemGetDriverVersion(char* buf, unsigned len) {
   std::snprintf(buf, len, "%s", fake::env_str("FAKE_NVML_DRIVER_VERSION", "595.71.05").c_str());
   return 0;
@@ -31,7 +43,8 @@ int nvmlDeviceGetCount_v2(unsigned* n) {
   return 0;
 }
 int nvmlDeviceGetHandleByIndex_v2(unsigned i, nvmlDevice_st** d) {
-  if (static_cast<int>(i) >= count() || i >= 64) return 2;
+  if (static_cast<int>(i) >= count() || i >= 64)
+    return 2;
   g_devices[i].index = static_cast<int>(i);
   *d = &g_devices[i];
   return 0;
@@ -42,7 +55,8 @@ int nvmlDeviceGetHandleByPciBusId_v2(const char* bus, nvmlDevice_st** d) {
     // NVML's form has an 8-digit domain: compare the tails.
     if (std::strlen(bus) >= mine.size() &&
         std::strcmp(bus + std::strlen(bus) - mine.size() + 4, mine.c_str() + 4) == 0) {
-      if (fake::is_lost(mine)) return 15; // NVML_ERROR_GPU_IS_LOST
+      if (fake::is_lost(mine))
+        return 15; // NVML_ERROR_GPU_IS_LOST
       g_devices[i].index = i;
       *d = &g_devices[i];
       return 0;
@@ -51,7 +65,8 @@ int nvmlDeviceGetHandleByPciBusId_v2(const char* bus, nvmlDevice_st** d) {
   return 6; // NOT_FOUND
 }
 int nvmlDeviceGetName(nvmlDevice_st* d, char* buf, unsigned len) {
-  if (lost(d)) return 15;
+  if (lost(d))
+    return 15;
   std::snprintf(buf, len, "NVIDIA H200 (fake)");
   return 0;
 }
@@ -78,7 +93,8 @@ struct Memory {
   unsigned long long total, free, used;
 };
 int nvmlDeviceGetMemoryInfo(nvmlDevice_st* d, Memory* m) {
-  if (lost(d)) return 15;
+  if (lost(d))
+    return 15;
   m->total = 150754820096ull; // 140.4 GiB, an H200
   m->used = 0;
   m->free = m->total;
@@ -100,8 +116,7 @@ int nvmlDeviceGetMigMode(nvmlDevice_st*, unsigned* cur, unsigned* pend) {
   *cur = *pend = static_cast<unsigned>(fake::env_int("FAKE_NVML_MIG", 0));
   return 0;
 }
-int nvmlDeviceGetRemappedRows(nvmlDevice_st*, unsigned* c, unsigned* u, unsigned* p,
-                              unsigned* f) {
+int nvmlDeviceGetRemappedRows(nvmlDevice_st*, unsigned* c, unsigned* u, unsigned* p, unsigned* f) {
   *c = *u = *p = *f = 0;
   return 0;
 }
@@ -123,7 +138,8 @@ struct Fabric {
 };
 int nvmlDeviceGetGpuFabricInfo(nvmlDevice_st*, Fabric* f) {
   const int state = fake::env_int("FAKE_NVML_FABRIC_STATE", -1);
-  if (state < 0) return 3; // NOT_SUPPORTED: no NVSwitch fabric
+  if (state < 0)
+    return 3; // NOT_SUPPORTED: no NVSwitch fabric
   std::memset(f, 0, sizeof *f);
   f->state = static_cast<unsigned char>(state);
   f->status = 0;
