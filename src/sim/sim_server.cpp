@@ -215,6 +215,10 @@ struct SimServer::Impl {
             proposed += deltas[i].proposed;
           }
         }
+        // Counted before the tokens are published, so a client never sees a finished request
+        // the stats do not show yet.
+        for (auto& j : batch)
+          if (j->dec.done()) ++stats.finished_requests;
         stats.output_tokens += tokens;
         stats.verify_steps += verify;
         stats.accepted_tokens += accepted;
@@ -231,7 +235,6 @@ struct SimServer::Impl {
           pend_accept_tokens = pend_forward_ct = 0;
         }
       }
-      int64_t newly_finished = 0;
       for (size_t i = 0; i < batch.size(); ++i) {
         Job& j = *batch[i];
         std::lock_guard lk(j.m);
@@ -241,12 +244,10 @@ struct SimServer::Impl {
         if (j.dec.done()) {
           j.finished = true;
           j.final_gen = j.dec.generation();
-          ++newly_finished;
         }
         j.cv.notify_all();
       }
       std::lock_guard lk(mu);
-      stats.finished_requests += newly_finished;
       std::erase_if(running, [](const auto& j) {
         std::lock_guard jl(j->m);
         return j->finished || j->cancelled.load();
