@@ -35,14 +35,15 @@ int main(int argc, char** argv) {
   sweep.server.stop_grace_s = 3;
   // A per-pass cost that dominates the per-token cost, as in memory-bound decoding on a GPU, and
   // a drafter that agrees with the target 90% of the time (both synthetic, both stated).
-  sweep.server.launch = {"{specbench}", "sim-server", "--host", "{host}", "--port", "{port}",
-                         "--model-path", "{model}", "--agreement", "0.9", "--cost-fixed-us", "3000",
-                         "--cost-per-token-us", "20", "--load-time-s", "0.1"};
+  sweep.server.launch = {
+      "{specbench}",         "sim-server", "--host",        "{host}", "--port",          "{port}",
+      "--model-path",        "{model}",    "--agreement",   "0.9",    "--cost-fixed-us", "3000",
+      "--cost-per-token-us", "20",         "--load-time-s", "0.1"};
   sweep.server.method_args["linear"] = {"--speculative-algorithm", "DFLASH",
                                         "--speculative-num-draft-tokens", "{block}"};
-  sweep.server.method_args["tree"] = {"--speculative-algorithm", "DDTREE",
+  sweep.server.method_args["tree"] = {"--speculative-algorithm",        "DDTREE",
                                       "--speculative-num-draft-tokens", "{block}",
-                                      "--speculative-ddtree-budget", "{budget}"};
+                                      "--speculative-ddtree-budget",    "{budget}"};
   sweep.phases = {PhaseSpec{}}; // TP1 on GPU 0
   sweep.methods = {Method{MethodKind::autoregressive, 0, 0}, Method{MethodKind::linear, 8, 0},
                    Method{MethodKind::tree, 8, 8}, Method{MethodKind::tree, 8, 16}};
@@ -90,8 +91,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "driver: %s\n", report.status().to_string().c_str());
     return 2;
   }
-  std::printf("\n%-26s %10s %9s %11s %9s\n", "cell", "tok/s", "speedup", "acceptance",
-              "TPOT p50");
+  std::printf("\n%-26s %10s %9s %11s %9s\n", "cell", "tok/s", "speedup", "acceptance", "TPOT p50");
   for (const auto& phase : report->phases)
     for (const auto& c : phase.cells)
       std::printf("%-26s %10.1f %8.2fx %11.2f %7.2fms\n", c.cell_id.c_str(),
@@ -100,7 +100,8 @@ int main(int argc, char** argv) {
   std::printf("(synthetic model: speedups are relative to the simulated costs, not GPU figures)\n");
 
   // The driver checks what it relies on: every cell measured, trees accept more than one token.
-  if (outcome->exit_code() != 0) return 1;
+  if (outcome->exit_code() != 0)
+    return 1;
   for (const auto& phase : report->phases)
     for (const auto& c : phase.cells)
       if (c.method.kind == MethodKind::tree && c.acceptance_length.value_or(0) <= 1.0) {

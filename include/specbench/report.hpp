@@ -21,23 +21,23 @@ inline constexpr int report_schema_version = 1;
 
 /// One cell of the report.
 struct ReportCell {
-  std::string phase_id;        ///< e.g. "tp1"
-  std::string cell_id;         ///< e.g. "tp1-ddtree-b16"
-  Method method;               ///< the decoding method
-  std::string workload;        ///< workload name
-  int tp = 1;                  ///< tensor parallelism
+  std::string phase_id;                   ///< e.g. "tp1"
+  std::string cell_id;                    ///< e.g. "tp1-ddtree-b16"
+  Method method;                          ///< the decoding method
+  std::string workload;                   ///< workload name
+  int tp = 1;                             ///< tensor parallelism
   CellStatus status = CellStatus::failed; ///< how it ended
-  std::string stage;           ///< failure stage ("" when ok)
-  std::string reason;          ///< failure reason ("" when ok)
-  std::string diagnosis;       ///< failure diagnosis ("" when none)
-  std::string log_tail;        ///< last log lines of a failed cell
-  int runs = 0;                ///< measured runs
-  int requests = 0;            ///< requests sent
-  int failed_requests = 0;     ///< requests that failed
-  Distribution output_tokens_per_s; ///< over runs
-  Distribution ttft_s;         ///< over completed requests
-  Distribution tpot_s;         ///< over completed requests
-  Distribution itl_s;          ///< over inter-chunk gaps
+  std::string stage;                      ///< failure stage ("" when ok)
+  std::string reason;                     ///< failure reason ("" when ok)
+  std::string diagnosis;                  ///< failure diagnosis ("" when none)
+  std::string log_tail;                   ///< last log lines of a failed cell
+  int runs = 0;                           ///< measured runs
+  int requests = 0;                       ///< requests sent
+  int failed_requests = 0;                ///< requests that failed
+  Distribution output_tokens_per_s;       ///< over runs
+  Distribution ttft_s;                    ///< over completed requests
+  Distribution tpot_s;                    ///< over completed requests
+  Distribution itl_s;                     ///< over inter-chunk gaps
   /// Σ output tokens / Σ verify steps; 1 for autoregressive cells by definition; absent when
   /// the server reported no verify steps.
   std::optional<double> acceptance_length;
@@ -51,34 +51,34 @@ struct ReportCell {
   double speedup_min = 0, speedup_max = 0;
   /// Mean TPOT of the baseline / mean TPOT of this cell (the per-token latency speedup).
   std::optional<double> tpot_speedup;
-  std::string baseline_cell;   ///< the autoregressive cell compared against ("" = none)
+  std::string baseline_cell;      ///< the autoregressive cell compared against ("" = none)
   std::vector<std::string> notes; ///< the cell's notes (e.g. synthetic model)
 };
 
 /// One phase of the report.
 struct ReportPhase {
-  std::string id;              ///< e.g. "tp4"
-  int tp = 1;                  ///< tensor parallelism
-  std::vector<int> gpus;       ///< GPU ordinals
-  std::string preflight;       ///< "passed", "failed", "not_run", "disabled" or "" (unknown)
+  std::string id;                ///< e.g. "tp4"
+  int tp = 1;                    ///< tensor parallelism
+  std::vector<int> gpus;         ///< GPU ordinals
+  std::string preflight;         ///< "passed", "failed", "not_run", "disabled" or "" (unknown)
   std::vector<ReportCell> cells; ///< in run order
 };
 
 /// The whole report.
 struct Report {
-  std::string sweep_name;      ///< from the manifest (or the results)
-  std::string sweep_file;      ///< from the manifest
-  std::string sweep_hash;      ///< from the manifest
-  std::string results_dir;     ///< where it was read from
-  std::string specbench_version; ///< of the run that wrote the manifest
-  std::string specbench_commit;  ///< of the run that wrote the manifest
-  std::string generated_at;    ///< ISO-8601 UTC
-  std::string state;           ///< manifest state ("finished", "interrupted", ...)
+  std::string sweep_name;             ///< from the manifest (or the results)
+  std::string sweep_file;             ///< from the manifest
+  std::string sweep_hash;             ///< from the manifest
+  std::string results_dir;            ///< where it was read from
+  std::string specbench_version;      ///< of the run that wrote the manifest
+  std::string specbench_commit;       ///< of the run that wrote the manifest
+  std::string generated_at;           ///< ISO-8601 UTC
+  std::string state;                  ///< manifest state ("finished", "interrupted", ...)
   std::vector<std::string> gpu_names; ///< GPU names seen in provenance
-  std::string driver_version;  ///< seen in provenance
-  std::string cuda_version;    ///< seen in provenance
-  bool synthetic = false;      ///< some result says its server's model is synthetic
-  std::vector<ReportPhase> phases; ///< in run order
+  std::string driver_version;         ///< seen in provenance
+  std::string cuda_version;           ///< seen in provenance
+  bool synthetic = false;             ///< some result says its server's model is synthetic
+  std::vector<ReportPhase> phases;    ///< in run order
   /// Cells of the manifest without a result ("pending"), and unreadable result files.
   std::vector<std::string> missing;
   std::vector<std::string> problems; ///< unreadable files and similar
@@ -118,9 +118,9 @@ std::string report_svg(const Report& report, PlotKind kind);
 
 /// The files write_report_files() wrote.
 struct ReportFiles {
-  std::filesystem::path markdown;  ///< report.md
-  std::filesystem::path csv;       ///< report.csv
-  std::filesystem::path json;      ///< report.json
+  std::filesystem::path markdown;       ///< report.md
+  std::filesystem::path csv;            ///< report.csv
+  std::filesystem::path json;           ///< report.json
   std::filesystem::path speedup_svg;    ///< speedup.svg
   std::filesystem::path acceptance_svg; ///< acceptance.svg
 };

@@ -27,14 +27,14 @@ inline constexpr int results_schema_version = 1;
 /// Percentiles interpolate linearly between closest ranks (numpy's default); an empty sample
 /// has count 0 and every other field 0.
 struct Distribution {
-  int count = 0;       ///< number of values
-  double mean = 0;     ///< arithmetic mean
-  double stddev = 0;   ///< sample standard deviation (n - 1); 0 for fewer than two values
-  double min = 0;      ///< smallest value
-  double max = 0;      ///< largest value
-  double p50 = 0;      ///< median
-  double p90 = 0;      ///< 90th percentile
-  double p99 = 0;      ///< 99th percentile
+  int count = 0;     ///< number of values
+  double mean = 0;   ///< arithmetic mean
+  double stddev = 0; ///< sample standard deviation (n - 1); 0 for fewer than two values
+  double min = 0;    ///< smallest value
+  double max = 0;    ///< largest value
+  double p50 = 0;    ///< median
+  double p90 = 0;    ///< 90th percentile
+  double p99 = 0;    ///< 99th percentile
 };
 
 /// The q-quantile (0 <= q <= 1) of `values`, linear interpolation between closest ranks.
@@ -49,18 +49,18 @@ Distribution summarize(std::vector<double> values);
 
 /// One request as measured by the client (times in seconds).
 struct RequestMetrics {
-  int run = 0;                 ///< 0-based run index
-  int index = 0;               ///< 0-based request index within the run
-  bool ok = false;             ///< the request completed with the expected output
-  std::string error;           ///< why it failed (empty when ok)
-  int http_status = 0;         ///< last HTTP status (0 = no response)
-  int prompt_tokens = 0;       ///< as reported by the server (or the synthetic length)
-  int output_tokens = 0;       ///< completion tokens as reported by the server
-  double start_s = 0;          ///< send time relative to the start of its run
-  double ttft_s = 0;           ///< time to first token (streaming), or e2e when not streamed
-  double e2e_s = 0;            ///< whole request latency
-  std::vector<double> itl_s;   ///< gaps between streamed chunks after the first
-  int64_t verify_steps = -1;   ///< target verify steps (SGLang spec_verify_ct; -1 = unknown)
+  int run = 0;               ///< 0-based run index
+  int index = 0;             ///< 0-based request index within the run
+  bool ok = false;           ///< the request completed with the expected output
+  std::string error;         ///< why it failed (empty when ok)
+  int http_status = 0;       ///< last HTTP status (0 = no response)
+  int prompt_tokens = 0;     ///< as reported by the server (or the synthetic length)
+  int output_tokens = 0;     ///< completion tokens as reported by the server
+  double start_s = 0;        ///< send time relative to the start of its run
+  double ttft_s = 0;         ///< time to first token (streaming), or e2e when not streamed
+  double e2e_s = 0;          ///< whole request latency
+  std::vector<double> itl_s; ///< gaps between streamed chunks after the first
+  int64_t verify_steps = -1; ///< target verify steps (SGLang spec_verify_ct; -1 = unknown)
 
   /// Time per output token after the first: (e2e - ttft) / (output_tokens - 1); 0 when
   /// fewer than two tokens.
@@ -69,11 +69,11 @@ struct RequestMetrics {
 
 /// Summary of one measured run (all its requests).
 struct RunSummary {
-  int run = 0;                   ///< 0-based run index
-  int requests = 0;              ///< requests sent
-  int failed = 0;                ///< requests that did not complete
-  double duration_s = 0;         ///< wall time from the first send to the last answer
-  int64_t output_tokens = 0;     ///< sum over completed requests
+  int run = 0;                    ///< 0-based run index
+  int requests = 0;               ///< requests sent
+  int failed = 0;                 ///< requests that did not complete
+  double duration_s = 0;          ///< wall time from the first send to the last answer
+  int64_t output_tokens = 0;      ///< sum over completed requests
   double output_tokens_per_s = 0; ///< output_tokens / duration_s
   /// Sum of output tokens / sum of verify steps over completed requests that report verify
   /// steps (the bonus token included); absent when the server reports none.
@@ -83,14 +83,14 @@ struct RunSummary {
 /// Summary of a cell over all its runs. Latency distributions pool the completed requests of
 /// every run; throughput is per run, so its spread over runs is visible.
 struct CellSummary {
-  int runs = 0;                        ///< measured runs
-  int requests = 0;                    ///< requests sent in all runs
-  int failed = 0;                      ///< requests that failed in all runs
-  Distribution output_tokens_per_s;    ///< over runs (one value per run)
-  Distribution ttft_s;                 ///< over completed requests
-  Distribution tpot_s;                 ///< over completed requests with at least two tokens
-  Distribution itl_s;                  ///< over every inter-chunk gap of every request
-  Distribution e2e_s;                  ///< over completed requests
+  int runs = 0;                     ///< measured runs
+  int requests = 0;                 ///< requests sent in all runs
+  int failed = 0;                   ///< requests that failed in all runs
+  Distribution output_tokens_per_s; ///< over runs (one value per run)
+  Distribution ttft_s;              ///< over completed requests
+  Distribution tpot_s;              ///< over completed requests with at least two tokens
+  Distribution itl_s;               ///< over every inter-chunk gap of every request
+  Distribution e2e_s;               ///< over completed requests
   /// Pooled sum of output tokens / sum of verify steps (see RunSummary).
   std::optional<double> acceptance_length;
   Distribution acceptance_length_runs; ///< acceptance length per run (over runs reporting it)
@@ -174,7 +174,7 @@ struct CellResult {
   double readiness_s = 0;                      ///< launch until ready (0 when not reached)
   int attempt = 1;                             ///< 1 + earlier attempts with the same hash
   Provenance provenance;                       ///< where it came from
-  std::vector<RequestMetrics> requests;         ///< measured requests (no warm-up)
+  std::vector<RequestMetrics> requests;        ///< measured requests (no warm-up)
   std::vector<RunSummary> runs;                ///< per-run summaries
   CellSummary summary;                         ///< over all runs
   /// True for a finished measurement: status ok with schema and hash present.
@@ -201,11 +201,11 @@ struct ManifestCell {
 
 /// One phase in the manifest.
 struct ManifestPhase {
-  std::string id;              ///< Phase::id
-  int tp = 1;                  ///< tensor parallelism
-  std::vector<int> gpus;       ///< GPU ordinals
-  std::string preflight;       ///< "passed", "failed", "not_run" or "disabled"
-  std::string preflight_json;  ///< the last preflight report of the phase ("" = none)
+  std::string id;                  ///< Phase::id
+  int tp = 1;                      ///< tensor parallelism
+  std::vector<int> gpus;           ///< GPU ordinals
+  std::string preflight;           ///< "passed", "failed", "not_run" or "disabled"
+  std::string preflight_json;      ///< the last preflight report of the phase ("" = none)
   std::vector<ManifestCell> cells; ///< in run order
 };
 

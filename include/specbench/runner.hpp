@@ -42,22 +42,22 @@ enum class RunnerEventKind {
 /// A progress event. Fields not relevant to the kind are left empty/zero.
 struct RunnerEvent {
   RunnerEventKind kind = RunnerEventKind::message;
-  std::string phase_id;       ///< current phase
-  std::string cell_id;        ///< current cell
-  int cell_index = 0;         ///< 1-based position of the current cell among those to run
-  int to_run = 0;             ///< cells this invocation runs (not counting skipped ones)
-  int total_cells = 0;        ///< cells in the matrix (or in --only)
-  std::string stage;          ///< cell_stage: the stage name
-  std::string status;         ///< preflight_done / cell_finished: the outcome
-  std::string message;        ///< human text
-  int run = 0;                ///< cell_progress: 0-based run (-1 = warm-up)
-  int runs = 0;               ///< cell_progress: measured runs of the cell
-  int requests_done = 0;      ///< cell_progress: finished requests of this run
-  int requests_total = 0;     ///< cell_progress: requests of this run
-  int requests_failed = 0;    ///< cell_progress: failed requests of this run
-  double tokens_per_s = 0;    ///< cell_progress: output tokens/s of this run so far
-  double elapsed_s = 0;       ///< seconds since the sweep started
-  double eta_s = -1;          ///< estimated seconds until the sweep ends (-1 = unknown yet)
+  std::string phase_id;    ///< current phase
+  std::string cell_id;     ///< current cell
+  int cell_index = 0;      ///< 1-based position of the current cell among those to run
+  int to_run = 0;          ///< cells this invocation runs (not counting skipped ones)
+  int total_cells = 0;     ///< cells in the matrix (or in --only)
+  std::string stage;       ///< cell_stage: the stage name
+  std::string status;      ///< preflight_done / cell_finished: the outcome
+  std::string message;     ///< human text
+  int run = 0;             ///< cell_progress: 0-based run (-1 = warm-up)
+  int runs = 0;            ///< cell_progress: measured runs of the cell
+  int requests_done = 0;   ///< cell_progress: finished requests of this run
+  int requests_total = 0;  ///< cell_progress: requests of this run
+  int requests_failed = 0; ///< cell_progress: failed requests of this run
+  double tokens_per_s = 0; ///< cell_progress: output tokens/s of this run so far
+  double elapsed_s = 0;    ///< seconds since the sweep started
+  double eta_s = -1;       ///< estimated seconds until the sweep ends (-1 = unknown yet)
 };
 
 /// Reads the used memory (bytes) of each GPU in `gpus` (CUDA ordinals), in the same order.
@@ -105,18 +105,18 @@ struct RunnerOptions {
 /// What a run did.
 struct SweepOutcome {
   std::filesystem::path results_dir; ///< where the results are
-  int total_cells = 0;   ///< cells selected (matrix or --only)
-  int already_done = 0;  ///< complete results reused (resume)
-  int ran = 0;           ///< cells run by this invocation
-  int ok = 0;            ///< cells ok at the end (reused + ran)
-  int failed = 0;        ///< cells failed at the end
-  int blocked = 0;       ///< cells blocked at the end
-  int skipped = 0;       ///< cells skipped by a runner rule at the end
-  int interrupted = 0;   ///< cells interrupted at the end
-  int pending = 0;       ///< cells never reached (interrupted sweep)
-  int moved_aside = 0;   ///< stale results moved into stale/
-  bool stopped = false;  ///< the stop flag ended the run early
-  double wall_s = 0;     ///< time the run took
+  int total_cells = 0;               ///< cells selected (matrix or --only)
+  int already_done = 0;              ///< complete results reused (resume)
+  int ran = 0;                       ///< cells run by this invocation
+  int ok = 0;                        ///< cells ok at the end (reused + ran)
+  int failed = 0;                    ///< cells failed at the end
+  int blocked = 0;                   ///< cells blocked at the end
+  int skipped = 0;                   ///< cells skipped by a runner rule at the end
+  int interrupted = 0;               ///< cells interrupted at the end
+  int pending = 0;                   ///< cells never reached (interrupted sweep)
+  int moved_aside = 0;               ///< stale results moved into stale/
+  bool stopped = false;              ///< the stop flag ended the run early
+  double wall_s = 0;                 ///< time the run took
 
   /// 0 when every selected cell is ok, 130 when stopped by the user, else 1.
   int exit_code() const noexcept;

@@ -26,9 +26,12 @@ int run_report(const ReportArgs& a) {
     std::fprintf(stderr, "specbench report: %s\n", rep.status().to_string().c_str());
     return exit_could_not_run;
   }
-  if (a.format == "md") std::fputs(report_markdown(*rep).c_str(), stdout);
-  else if (a.format == "csv") std::fputs(report_csv(*rep).c_str(), stdout);
-  else std::fputs(report_json(*rep).c_str(), stdout);
+  if (a.format == "md")
+    std::fputs(report_markdown(*rep).c_str(), stdout);
+  else if (a.format == "csv")
+    std::fputs(report_csv(*rep).c_str(), stdout);
+  else
+    std::fputs(report_json(*rep).c_str(), stdout);
   std::fflush(stdout);
   if (!a.no_write) {
     const std::filesystem::path out =
@@ -38,12 +41,14 @@ int run_report(const ReportArgs& a) {
       std::fprintf(stderr, "specbench report: %s\n", files.status().to_string().c_str());
       return exit_could_not_run;
     }
-    std::fprintf(stderr, "report files: %s/{report.md,report.csv,report.json,speedup.svg,acceptance.svg}\n",
+    std::fprintf(stderr,
+                 "report files: %s/{report.md,report.csv,report.json,speedup.svg,acceptance.svg}\n",
                  out.string().c_str());
   }
   for (const auto& [path, kind] : {std::pair{a.plot, PlotKind::speedup},
                                    std::pair{a.plot_acceptance, PlotKind::acceptance_length}}) {
-    if (path.empty()) continue;
+    if (path.empty())
+      continue;
     if (auto st = write_file_atomic(path, report_svg(*rep, kind)); !st) {
       std::fprintf(stderr, "specbench report: %s\n", st.to_string().c_str());
       return exit_could_not_run;
@@ -52,24 +57,22 @@ int run_report(const ReportArgs& a) {
   return rep->all_ok() ? exit_ok : exit_check_failed;
 }
 
-const Registrar reg{{"report", 40, [](CLI::App& app) {
-                       auto* sub = app.add_subcommand(
-                           "report", "Summarize a results directory: tables, CSV, JSON, plots");
-                       auto a = std::make_shared<ReportArgs>();
-                       sub->add_option("dir", a->dir, "the results directory of a sweep")
-                           ->required();
-                       sub->add_option("--format", a->format, "what to print: md, csv or json")
-                           ->check(CLI::IsMember({"md", "csv", "json"}))
-                           ->capture_default_str();
-                       sub->add_option("--plot", a->plot,
-                                       "also write the speedup-vs-budget SVG plot to this file");
-                       sub->add_option("--plot-acceptance", a->plot_acceptance,
-                                       "also write the acceptance-vs-budget SVG plot here");
-                       sub->add_option("--out", a->out,
-                                       "directory for the report files (default DIR/report)");
-                       sub->add_flag("--no-write", a->no_write, "only print; write no files");
-                       return std::function<int()>([a] { return run_report(*a); });
-                     }}};
+const Registrar reg{
+    {"report", 40, [](CLI::App& app) {
+       auto* sub =
+           app.add_subcommand("report", "Summarize a results directory: tables, CSV, JSON, plots");
+       auto a = std::make_shared<ReportArgs>();
+       sub->add_option("dir", a->dir, "the results directory of a sweep")->required();
+       sub->add_option("--format", a->format, "what to print: md, csv or json")
+           ->check(CLI::IsMember({"md", "csv", "json"}))
+           ->capture_default_str();
+       sub->add_option("--plot", a->plot, "also write the speedup-vs-budget SVG plot to this file");
+       sub->add_option("--plot-acceptance", a->plot_acceptance,
+                       "also write the acceptance-vs-budget SVG plot here");
+       sub->add_option("--out", a->out, "directory for the report files (default DIR/report)");
+       sub->add_flag("--no-write", a->no_write, "only print; write no files");
+       return std::function<int()>([a] { return run_report(*a); });
+     }}};
 
 } // namespace
 } // namespace specbench::cli

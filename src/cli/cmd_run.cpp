@@ -43,17 +43,22 @@ extern "C" void on_stop_signal(int sig) {
 std::vector<std::string> own_argv() {
   std::ifstream in("/proc/self/cmdline", std::ios::binary);
   std::vector<std::string> argv;
-  for (std::string a; std::getline(in, a, '\0');) argv.push_back(a);
+  for (std::string a; std::getline(in, a, '\0');)
+    argv.push_back(a);
   return argv;
 }
 
 std::string fmt_duration(double s) {
-  if (s < 0) return "?";
+  if (s < 0)
+    return "?";
   const int t = static_cast<int>(s + 0.5);
   char buf[32];
-  if (t >= 3600) std::snprintf(buf, sizeof buf, "%dh%02dm", t / 3600, (t / 60) % 60);
-  else if (t >= 60) std::snprintf(buf, sizeof buf, "%dm%02ds", t / 60, t % 60);
-  else std::snprintf(buf, sizeof buf, "%ds", t);
+  if (t >= 3600)
+    std::snprintf(buf, sizeof buf, "%dh%02dm", t / 3600, (t / 60) % 60);
+  else if (t >= 60)
+    std::snprintf(buf, sizeof buf, "%dm%02ds", t / 60, t % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%ds", t);
   return buf;
 }
 
@@ -66,7 +71,9 @@ public:
   void operator()(const RunnerEvent& e) {
     std::lock_guard<std::mutex> lock(mu_);
     switch (e.kind) {
-    case RunnerEventKind::sweep_started: line(e.message); break;
+    case RunnerEventKind::sweep_started:
+      line(e.message);
+      break;
     case RunnerEventKind::phase_started:
       line("phase " + e.phase_id + " (" + e.message + ")");
       phase_ = e.phase_id;
@@ -76,13 +83,15 @@ public:
            (e.status == "passed" ? "" : " -- " + e.message));
       break;
     case RunnerEventKind::cell_skipped:
-      if (!quiet_) line("  " + e.cell_id + ": " + e.message);
+      if (!quiet_)
+        line("  " + e.cell_id + ": " + e.message);
       break;
     case RunnerEventKind::cell_started:
       cell_ = e.cell_id;
       stage_ = "launch";
       status_line(e, "");
-      if (!tty_) line(counter(e) + " " + e.cell_id + ": starting");
+      if (!tty_)
+        line(counter(e) + " " + e.cell_id + ": starting");
       break;
     case RunnerEventKind::cell_stage:
       stage_ = e.stage;
@@ -90,13 +99,13 @@ public:
       break;
     case RunnerEventKind::cell_progress: {
       char buf[160];
-      std::snprintf(buf, sizeof buf, "%s %d/%d requests%s, %.0f tok/s",
-                    e.run < 0 ? "warm-up" : ("run " + std::to_string(e.run + 1) + "/" +
-                                             std::to_string(e.runs)).c_str(),
-                    e.requests_done, e.requests_total,
-                    e.requests_failed ? (" (" + std::to_string(e.requests_failed) + " failed)").c_str()
-                                      : "",
-                    e.tokens_per_s);
+      std::snprintf(
+          buf, sizeof buf, "%s %d/%d requests%s, %.0f tok/s",
+          e.run < 0 ? "warm-up"
+                    : ("run " + std::to_string(e.run + 1) + "/" + std::to_string(e.runs)).c_str(),
+          e.requests_done, e.requests_total,
+          e.requests_failed ? (" (" + std::to_string(e.requests_failed) + " failed)").c_str() : "",
+          e.tokens_per_s);
       status_line(e, buf);
       if (!tty_ && !quiet_) {
         const auto now = std::chrono::steady_clock::now();
@@ -111,7 +120,9 @@ public:
       line(counter(e) + " " + e.cell_id + ": " + e.status +
            (e.message.empty() ? "" : " -- " + e.message));
       break;
-    case RunnerEventKind::message: line("  " + e.message); break;
+    case RunnerEventKind::message:
+      line("  " + e.message);
+      break;
     case RunnerEventKind::sweep_finished:
       line("sweep " + e.status + " in " + fmt_duration(e.elapsed_s) + ": " + e.message);
       break;
@@ -136,14 +147,14 @@ private:
   void status_line(const RunnerEvent& e, const std::string& detail) {
     char buf[400];
     std::snprintf(buf, sizeof buf, "%s %s %s: %s%s%s | elapsed %s, ETA %s", counter(e).c_str(),
-                  e.phase_id.c_str(), e.cell_id.c_str(), stage_.c_str(),
-                  detail.empty() ? "" : ", ", detail.c_str(), fmt_duration(e.elapsed_s).c_str(),
-                  fmt_duration(e.eta_s).c_str());
+                  e.phase_id.c_str(), e.cell_id.c_str(), stage_.c_str(), detail.empty() ? "" : ", ",
+                  detail.c_str(), fmt_duration(e.elapsed_s).c_str(), fmt_duration(e.eta_s).c_str());
     status_ = buf;
     redraw();
   }
   void redraw() {
-    if (!tty_ || status_.empty()) return;
+    if (!tty_ || status_.empty())
+      return;
     std::fprintf(stderr, "\r\033[K%s", status_.c_str());
     std::fflush(stderr);
     status_shown_ = true;
@@ -197,7 +208,8 @@ int run_run(const RunArgs& a) {
   o.fresh = a.fresh;
   o.argv = own_argv();
   o.stop = &g_stop;
-  if (a.no_preflight) o.preflight = false;
+  if (a.no_preflight)
+    o.preflight = false;
   o.on_event = [progress](const RunnerEvent& e) { (*progress)(e); };
 
   auto outcome = run_sweep(sweep, *matrix, o);
@@ -226,24 +238,22 @@ int run_run(const RunArgs& a) {
   return outcome->exit_code();
 }
 
-const Registrar reg{{"run", 30, [](CLI::App& app) {
-                       auto* sub = app.add_subcommand(
-                           "run", "Run a sweep end to end (resumes: finished cells are skipped)");
-                       auto a = std::make_shared<RunArgs>();
-                       sub->add_option("sweep", a->file, "the sweep YAML file")->required();
-                       sub->add_option("--results", a->results,
-                                       "results directory (default: the sweep's "
-                                       "runner.results_dir)");
-                       sub->add_option("--only", a->only, "run only these cell or phase ids")
-                           ->expected(1, -1);
-                       sub->add_flag("--fresh", a->fresh,
-                                     "redo the selected cells (old results are moved aside)");
-                       sub->add_flag("--no-preflight", a->no_preflight,
-                                     "do not gate phases on the GPU preflight");
-                       sub->add_flag("--no-report", a->no_report, "do not print the report");
-                       sub->add_flag("--quiet", a->quiet, "fewer progress lines");
-                       return std::function<int()>([a] { return run_run(*a); });
-                     }}};
+const Registrar reg{
+    {"run", 30, [](CLI::App& app) {
+       auto* sub = app.add_subcommand(
+           "run", "Run a sweep end to end (resumes: finished cells are skipped)");
+       auto a = std::make_shared<RunArgs>();
+       sub->add_option("sweep", a->file, "the sweep YAML file")->required();
+       sub->add_option("--results", a->results,
+                       "results directory (default: the sweep's "
+                       "runner.results_dir)");
+       sub->add_option("--only", a->only, "run only these cell or phase ids")->expected(1, -1);
+       sub->add_flag("--fresh", a->fresh, "redo the selected cells (old results are moved aside)");
+       sub->add_flag("--no-preflight", a->no_preflight, "do not gate phases on the GPU preflight");
+       sub->add_flag("--no-report", a->no_report, "do not print the report");
+       sub->add_flag("--quiet", a->quiet, "fewer progress lines");
+       return std::function<int()>([a] { return run_run(*a); });
+     }}};
 
 } // namespace
 } // namespace specbench::cli

@@ -12,9 +12,12 @@ namespace {
 
 int kind_rank(MethodKind k) {
   switch (k) {
-  case MethodKind::autoregressive: return 0;
-  case MethodKind::linear: return 1;
-  case MethodKind::tree: return 2;
+  case MethodKind::autoregressive:
+    return 0;
+  case MethodKind::linear:
+    return 1;
+  case MethodKind::tree:
+    return 2;
   }
   return 3;
 }
@@ -53,7 +56,8 @@ void compare(ReportCell& cell, const ReportCell& base, const CellResult& cell_r,
              const CellResult& base_r) {
   cell.baseline_cell = base.cell_id;
   const double m = cell.output_tokens_per_s.mean, a = base.output_tokens_per_s.mean;
-  if (cell.status != CellStatus::ok || base.status != CellStatus::ok || m <= 0 || a <= 0) return;
+  if (cell.status != CellStatus::ok || base.status != CellStatus::ok || m <= 0 || a <= 0)
+    return;
   const double s = m / a;
   cell.speedup = s;
   const double rm = cell.output_tokens_per_s.count > 1 ? cell.output_tokens_per_s.stddev / m : 0;
@@ -78,13 +82,15 @@ void compare(ReportCell& cell, const ReportCell& base, const CellResult& cell_r,
 int Report::count(CellStatus s) const noexcept {
   int n = 0;
   for (const auto& p : phases)
-    for (const auto& c : p.cells) n += c.status == s ? 1 : 0;
+    for (const auto& c : p.cells)
+      n += c.status == s ? 1 : 0;
   return n;
 }
 
 int Report::cell_count() const noexcept {
   int n = 0;
-  for (const auto& p : phases) n += static_cast<int>(p.cells.size());
+  for (const auto& p : phases)
+    n += static_cast<int>(p.cells.size());
   return n;
 }
 
@@ -96,7 +102,8 @@ Report build_report(const std::vector<CellResult>& results, const Manifest* mani
   Report rep;
   rep.generated_at = utc_now_iso8601();
   std::map<std::string, const CellResult*> by_id;
-  for (const auto& r : results) by_id[r.cell_id] = &r;
+  for (const auto& r : results)
+    by_id[r.cell_id] = &r;
 
   std::vector<const CellResult*> ordered;
   if (manifest) {
@@ -136,11 +143,15 @@ Report build_report(const std::vector<CellResult>& results, const Manifest* mani
         rep.problems.push_back("cells/" + r.cell_id +
                                ".json is not a cell of the sweep in manifest.json; left out");
   } else {
-    for (const auto& r : results) ordered.push_back(&r);
+    for (const auto& r : results)
+      ordered.push_back(&r);
     std::stable_sort(ordered.begin(), ordered.end(), [](const CellResult* a, const CellResult* b) {
-      if (a->tp != b->tp) return a->tp < b->tp;
-      if (a->phase_id != b->phase_id) return a->phase_id < b->phase_id;
-      if (a->workload.name != b->workload.name) return a->workload.name < b->workload.name;
+      if (a->tp != b->tp)
+        return a->tp < b->tp;
+      if (a->phase_id != b->phase_id)
+        return a->phase_id < b->phase_id;
+      if (a->workload.name != b->workload.name)
+        return a->workload.name < b->workload.name;
       if (a->method.kind != b->method.kind)
         return kind_rank(a->method.kind) < kind_rank(b->method.kind);
       return a->method.budget + a->method.block > b->method.budget + b->method.block;
@@ -164,24 +175,32 @@ Report build_report(const std::vector<CellResult>& results, const Manifest* mani
         break;
       }
     result_of[r->cell_id] = r;
-    if (rep.sweep_name.empty()) rep.sweep_name = r->provenance.sweep_name;
-    if (rep.sweep_hash.empty()) rep.sweep_hash = r->provenance.sweep_hash;
-    if (rep.sweep_file.empty()) rep.sweep_file = r->provenance.sweep_file;
+    if (rep.sweep_name.empty())
+      rep.sweep_name = r->provenance.sweep_name;
+    if (rep.sweep_hash.empty())
+      rep.sweep_hash = r->provenance.sweep_hash;
+    if (rep.sweep_file.empty())
+      rep.sweep_file = r->provenance.sweep_file;
     for (const auto& g : r->provenance.gpu_names)
       if (std::find(rep.gpu_names.begin(), rep.gpu_names.end(), g) == rep.gpu_names.end())
         rep.gpu_names.push_back(g);
-    if (rep.driver_version.empty()) rep.driver_version = r->provenance.driver_version;
-    if (rep.cuda_version.empty()) rep.cuda_version = r->provenance.cuda_version;
+    if (rep.driver_version.empty())
+      rep.driver_version = r->provenance.driver_version;
+    if (rep.cuda_version.empty())
+      rep.cuda_version = r->provenance.cuda_version;
     for (const auto& n : r->notes)
-      if (n.find("synthetic") != std::string::npos) rep.synthetic = true;
+      if (n.find("synthetic") != std::string::npos)
+        rep.synthetic = true;
   }
 
   // Speedup against the autoregressive cell of the same phase and workload.
   for (auto& p : rep.phases) {
     for (auto& c : p.cells) {
-      if (c.method.kind == MethodKind::autoregressive) continue;
+      if (c.method.kind == MethodKind::autoregressive)
+        continue;
       for (const auto& b : p.cells) {
-        if (b.method.kind != MethodKind::autoregressive || b.workload != c.workload) continue;
+        if (b.method.kind != MethodKind::autoregressive || b.workload != c.workload)
+          continue;
         compare(c, b, *result_of[c.cell_id], *result_of[b.cell_id]);
         break;
       }
@@ -191,7 +210,8 @@ Report build_report(const std::vector<CellResult>& results, const Manifest* mani
         c.speedup = 1.0;
         c.speedup_min = c.speedup_max = 1.0;
         c.baseline_cell = c.cell_id;
-        if (c.tpot_s.mean > 0) c.tpot_speedup = 1.0;
+        if (c.tpot_s.mean > 0)
+          c.tpot_speedup = 1.0;
       }
   }
   return rep;
@@ -203,7 +223,8 @@ Expected<Report> load_report(const std::filesystem::path& results_dir) {
     return Status(StatusCode::not_found, "no results directory " + results_dir.string(),
                   "pass the directory given to `specbench run --results`", "load_report");
   auto store = ResultStore::open(results_dir);
-  if (!store) return store.status();
+  if (!store)
+    return store.status();
   std::vector<std::string> problems;
   auto results = store->load_all(&problems);
   auto manifest = store->load_manifest();

@@ -12,21 +12,24 @@ namespace specbench {
 namespace {
 
 std::string ms3(const Distribution& d) {
-  if (d.count == 0) return "–";
+  if (d.count == 0)
+    return "–";
   return fmt::format("{:.1f} / {:.1f} / {:.1f}", d.p50 * 1e3, d.p90 * 1e3, d.p99 * 1e3);
 }
 
 std::string tps(const ReportCell& c) {
-  if (c.output_tokens_per_s.count == 0 || c.status != CellStatus::ok) return "–";
+  if (c.output_tokens_per_s.count == 0 || c.status != CellStatus::ok)
+    return "–";
   if (c.output_tokens_per_s.count > 1)
-    return fmt::format("{:.1f} ± {:.1f}", c.output_tokens_per_s.mean,
-                       c.output_tokens_per_s.stddev);
+    return fmt::format("{:.1f} ± {:.1f}", c.output_tokens_per_s.mean, c.output_tokens_per_s.stddev);
   return fmt::format("{:.1f}", c.output_tokens_per_s.mean);
 }
 
 std::string speedup(const ReportCell& c) {
-  if (!c.speedup) return "–";
-  if (c.method.kind == MethodKind::autoregressive) return "1.00 (baseline)";
+  if (!c.speedup)
+    return "–";
+  if (c.method.kind == MethodKind::autoregressive)
+    return "1.00 (baseline)";
   if (c.runs > 1)
     return fmt::format("{:.2f}× ± {:.2f} [{:.2f}–{:.2f}]", *c.speedup, c.speedup_stddev,
                        c.speedup_min, c.speedup_max);
@@ -34,13 +37,15 @@ std::string speedup(const ReportCell& c) {
 }
 
 std::string acc(const ReportCell& c) {
-  if (!c.acceptance_length) return "–";
+  if (!c.acceptance_length)
+    return "–";
   return fmt::format("{:.2f}", *c.acceptance_length);
 }
 
 std::string status_cell(const ReportCell& c) {
   std::string s = to_string(c.status);
-  if (!c.stage.empty() && c.status != CellStatus::ok) s += " (" + c.stage + ")";
+  if (!c.stage.empty() && c.status != CellStatus::ok)
+    s += " (" + c.stage + ")";
   if (c.failed_requests > 0)
     s += fmt::format(", {}/{} requests failed", c.failed_requests, c.requests);
   return s;
@@ -50,31 +55,41 @@ std::string status_cell(const ReportCell& c) {
 std::string md_escape(std::string s) {
   std::string out;
   for (char ch : s) {
-    if (ch == '|') out += "\\|";
-    else if (ch == '\n') out += ' ';
-    else out += ch;
+    if (ch == '|')
+      out += "\\|";
+    else if (ch == '\n')
+      out += ' ';
+    else
+      out += ch;
   }
   return out;
 }
 
 std::string join_ints(const std::vector<int>& v) {
   std::string s;
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  for (size_t i = 0; i < v.size(); ++i)
+    s += (i ? "," : "") + std::to_string(v[i]);
   return s;
 }
 
 std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  if (s.find_first_of(",\"\n\r") == std::string::npos)
+    return s;
   std::string out = "\"";
   for (char ch : s) {
-    if (ch == '"') out += '"';
+    if (ch == '"')
+      out += '"';
     out += ch;
   }
   return out + "\"";
 }
 
-std::string num(double v) { return fmt::format("{:.6g}", v); }
-std::string opt_num(const std::optional<double>& v) { return v ? num(*v) : ""; }
+std::string num(double v) {
+  return fmt::format("{:.6g}", v);
+}
+std::string opt_num(const std::optional<double>& v) {
+  return v ? num(*v) : "";
+}
 
 } // namespace
 
@@ -85,16 +100,20 @@ std::string report_markdown(const Report& r) {
     o << "> **Synthetic model.** These results come from a simulated server whose model is "
          "synthetic: speedups are relative to its stated simulated costs, not GPU figures.\n\n";
   o << "- results: `" << r.results_dir << "`";
-  if (!r.state.empty()) o << " (sweep " << r.state << ")";
+  if (!r.state.empty())
+    o << " (sweep " << r.state << ")";
   o << "\n";
   if (!r.sweep_file.empty() || !r.sweep_hash.empty())
     o << "- sweep: `" << r.sweep_file << "` (hash " << r.sweep_hash << ")\n";
   if (!r.specbench_version.empty())
     o << "- specbench " << r.specbench_version << " (commit " << r.specbench_commit << ")\n";
-  o << "- GPUs: " << (r.gpu_names.empty() ? std::string("unknown") : "") ;
-  for (size_t i = 0; i < r.gpu_names.size(); ++i) o << (i ? ", " : "") << r.gpu_names[i];
-  if (!r.driver_version.empty()) o << "; driver " << r.driver_version;
-  if (!r.cuda_version.empty()) o << "; CUDA " << r.cuda_version;
+  o << "- GPUs: " << (r.gpu_names.empty() ? std::string("unknown") : "");
+  for (size_t i = 0; i < r.gpu_names.size(); ++i)
+    o << (i ? ", " : "") << r.gpu_names[i];
+  if (!r.driver_version.empty())
+    o << "; driver " << r.driver_version;
+  if (!r.cuda_version.empty())
+    o << "; CUDA " << r.cuda_version;
   o << "\n- generated " << r.generated_at << "\n\n";
 
   const int total = r.cell_count() + static_cast<int>(r.missing.size());
@@ -106,9 +125,11 @@ std::string report_markdown(const Report& r) {
 
   for (const auto& p : r.phases) {
     o << "## Phase " << p.id << " (TP" << p.tp;
-    if (!p.gpus.empty()) o << ", GPUs " << join_ints(p.gpus);
+    if (!p.gpus.empty())
+      o << ", GPUs " << join_ints(p.gpus);
     o << ")";
-    if (!p.preflight.empty()) o << ": preflight " << p.preflight;
+    if (!p.preflight.empty())
+      o << ": preflight " << p.preflight;
     o << "\n\n";
     if (p.cells.empty()) {
       o << "No results.\n\n";
@@ -118,9 +139,8 @@ std::string report_markdown(const Report& r) {
          "acceptance length | TTFT p50/p90/p99 ms | TPOT p50/p90/p99 ms | ITL p50/p90/p99 ms |\n";
     o << "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
     for (const auto& c : p.cells) {
-      o << "| " << md_escape(c.cell_id) << " | " << c.method.id() << " | "
-        << md_escape(c.workload) << " | " << md_escape(status_cell(c)) << " | " << tps(c)
-        << " | " << speedup(c) << " | "
+      o << "| " << md_escape(c.cell_id) << " | " << c.method.id() << " | " << md_escape(c.workload)
+        << " | " << md_escape(status_cell(c)) << " | " << tps(c) << " | " << speedup(c) << " | "
         << (c.tpot_speedup ? fmt::format("{:.2f}×", *c.tpot_speedup) : "–") << " | " << acc(c)
         << " | " << ms3(c.ttft_s) << " | " << ms3(c.tpot_s) << " | " << ms3(c.itl_s) << " |\n";
     }
@@ -129,33 +149,41 @@ std::string report_markdown(const Report& r) {
 
   bool any_bad = !r.missing.empty();
   for (const auto& p : r.phases)
-    for (const auto& c : p.cells) any_bad |= c.status != CellStatus::ok;
+    for (const auto& c : p.cells)
+      any_bad |= c.status != CellStatus::ok;
   if (any_bad) {
     o << "## Cells that did not complete\n\n";
     for (const auto& p : r.phases)
       for (const auto& c : p.cells) {
-        if (c.status == CellStatus::ok) continue;
+        if (c.status == CellStatus::ok)
+          continue;
         o << "- **" << c.cell_id << "**: " << to_string(c.status);
-        if (!c.stage.empty()) o << " at " << c.stage;
+        if (!c.stage.empty())
+          o << " at " << c.stage;
         o << ": " << (c.reason.empty() ? "no reason recorded" : c.reason) << "\n";
-        if (!c.diagnosis.empty()) o << "  - diagnosis: " << c.diagnosis << "\n";
+        if (!c.diagnosis.empty())
+          o << "  - diagnosis: " << c.diagnosis << "\n";
         if (!c.log_tail.empty()) {
           // The last few lines are enough here; the result file keeps the whole tail.
           std::vector<std::string> lines;
           std::istringstream in(c.log_tail);
-          for (std::string l; std::getline(in, l);) lines.push_back(l);
+          for (std::string l; std::getline(in, l);)
+            lines.push_back(l);
           const size_t from = lines.size() > 6 ? lines.size() - 6 : 0;
           o << "  - log tail:\n\n    ```\n";
-          for (size_t i = from; i < lines.size(); ++i) o << "    " << lines[i] << "\n";
+          for (size_t i = from; i < lines.size(); ++i)
+            o << "    " << lines[i] << "\n";
           o << "    ```\n";
         }
       }
-    for (const auto& m : r.missing) o << "- **" << m << "**: no result\n";
+    for (const auto& m : r.missing)
+      o << "- **" << m << "**: no result\n";
     o << "\n";
   }
   if (!r.problems.empty()) {
     o << "## Problems reading the results\n\n";
-    for (const auto& p : r.problems) o << "- " << p << "\n";
+    for (const auto& p : r.problems)
+      o << "- " << p << "\n";
     o << "\n";
   }
   o << "## Definitions\n\n"
@@ -188,17 +216,16 @@ std::string report_csv(const Report& r) {
         << csv_field(c.method.id()) << ',' << c.method.kind_name() << ',' << c.method.block << ','
         << c.method.budget << ',' << csv_field(c.workload) << ',' << to_string(c.status) << ','
         << csv_field(c.stage) << ',' << csv_field(c.reason) << ',' << c.runs << ',' << c.requests
-        << ',' << c.failed_requests << ','
-        << (ok ? num(c.output_tokens_per_s.mean) : "") << ','
+        << ',' << c.failed_requests << ',' << (ok ? num(c.output_tokens_per_s.mean) : "") << ','
         << (ok ? num(c.output_tokens_per_s.stddev) : "") << ',' << opt_num(c.speedup) << ','
-        << (c.speedup ? num(c.speedup_stddev) : "") << ','
-        << (c.speedup ? num(c.speedup_min) : "") << ',' << (c.speedup ? num(c.speedup_max) : "")
-        << ',' << opt_num(c.tpot_speedup) << ',' << opt_num(c.acceptance_length) << ','
-        << ms(c.ttft_s, c.ttft_s.p50) << ',' << ms(c.ttft_s, c.ttft_s.p90) << ','
-        << ms(c.ttft_s, c.ttft_s.p99) << ',' << ms(c.tpot_s, c.tpot_s.p50) << ','
-        << ms(c.tpot_s, c.tpot_s.p90) << ',' << ms(c.tpot_s, c.tpot_s.p99) << ','
-        << ms(c.itl_s, c.itl_s.p50) << ',' << ms(c.itl_s, c.itl_s.p90) << ','
-        << ms(c.itl_s, c.itl_s.p99) << ',' << csv_field(c.baseline_cell) << "\n";
+        << (c.speedup ? num(c.speedup_stddev) : "") << ',' << (c.speedup ? num(c.speedup_min) : "")
+        << ',' << (c.speedup ? num(c.speedup_max) : "") << ',' << opt_num(c.tpot_speedup) << ','
+        << opt_num(c.acceptance_length) << ',' << ms(c.ttft_s, c.ttft_s.p50) << ','
+        << ms(c.ttft_s, c.ttft_s.p90) << ',' << ms(c.ttft_s, c.ttft_s.p99) << ','
+        << ms(c.tpot_s, c.tpot_s.p50) << ',' << ms(c.tpot_s, c.tpot_s.p90) << ','
+        << ms(c.tpot_s, c.tpot_s.p99) << ',' << ms(c.itl_s, c.itl_s.p50) << ','
+        << ms(c.itl_s, c.itl_s.p90) << ',' << ms(c.itl_s, c.itl_s.p99) << ','
+        << csv_field(c.baseline_cell) << "\n";
     }
   return o.str();
 }
@@ -280,7 +307,8 @@ Expected<ReportFiles> write_report_files(const Report& report, const std::filesy
       {&f.speedup_svg, report_svg(report, PlotKind::speedup)},
       {&f.acceptance_svg, report_svg(report, PlotKind::acceptance_length)}};
   for (const auto& [path, text] : files)
-    if (auto st = write_file_atomic(*path, text); !st) return st;
+    if (auto st = write_file_atomic(*path, text); !st)
+      return st;
   return f;
 }
 

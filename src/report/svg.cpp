@@ -23,11 +23,20 @@ std::string esc(const std::string& s) {
   std::string o;
   for (char c : s) {
     switch (c) {
-    case '&': o += "&amp;"; break;
-    case '<': o += "&lt;"; break;
-    case '>': o += "&gt;"; break;
-    case '"': o += "&quot;"; break;
-    default: o += c;
+    case '&':
+      o += "&amp;";
+      break;
+    case '<':
+      o += "&lt;";
+      break;
+    case '>':
+      o += "&gt;";
+      break;
+    case '"':
+      o += "&quot;";
+      break;
+    default:
+      o += c;
     }
   }
   return o;
@@ -36,20 +45,25 @@ std::string esc(const std::string& s) {
 // x position of a method: the draft nodes the target verifies per step.
 double x_of(const Method& m) {
   switch (m.kind) {
-  case MethodKind::autoregressive: return 0;
-  case MethodKind::linear: return std::max(0, m.block - 1);
-  case MethodKind::tree: return m.budget;
+  case MethodKind::autoregressive:
+    return 0;
+  case MethodKind::linear:
+    return std::max(0, m.block - 1);
+  case MethodKind::tree:
+    return m.budget;
   }
   return 0;
 }
 
 // A "nice" tick step covering `range` with about `n` ticks.
 double nice_step(double range, int n) {
-  if (range <= 0) return 1;
+  if (range <= 0)
+    return 1;
   const double raw = range / n;
   const double mag = std::pow(10.0, std::floor(std::log10(raw)));
   for (double m : {1.0, 2.0, 2.5, 5.0, 10.0})
-    if (raw <= m * mag) return m * mag;
+    if (raw <= m * mag)
+      return m * mag;
   return 10 * mag;
 }
 
@@ -66,7 +80,8 @@ struct Series {
 };
 
 std::optional<double> value_of(const ReportCell& c, PlotKind kind, double* err) {
-  if (c.status != CellStatus::ok) return std::nullopt;
+  if (c.status != CellStatus::ok)
+    return std::nullopt;
   if (kind == PlotKind::speedup) {
     *err = c.speedup_stddev;
     return c.speedup;
@@ -88,7 +103,8 @@ std::string report_svg(const Report& report, PlotKind kind) {
         workload_dash[c.workload] = static_cast<int>(workload_dash.size());
   several_workloads = workload_dash.size() > 1;
   for (const auto& p : report.phases) {
-    if (!phase_colour.count(p.id)) phase_colour[p.id] = static_cast<int>(phase_colour.size());
+    if (!phase_colour.count(p.id))
+      phase_colour[p.id] = static_cast<int>(phase_colour.size());
     std::map<std::string, size_t> index;
     for (const auto& c : p.cells) {
       if (!index.count(c.workload)) {
@@ -103,17 +119,22 @@ std::string report_svg(const Report& report, PlotKind kind) {
       double err = 0;
       const auto v = value_of(c, kind, &err);
       if (!v) {
-        if (c.method.kind != MethodKind::autoregressive) s.failed.push_back(&c);
+        if (c.method.kind != MethodKind::autoregressive)
+          s.failed.push_back(&c);
         continue;
       }
       const Point pt{x_of(c.method), *v, err, &c};
-      if (c.method.kind == MethodKind::tree) s.tree.push_back(pt);
-      else if (c.method.kind == MethodKind::linear) s.linear.push_back(pt);
-      else s.ar.push_back(pt);
+      if (c.method.kind == MethodKind::tree)
+        s.tree.push_back(pt);
+      else if (c.method.kind == MethodKind::linear)
+        s.linear.push_back(pt);
+      else
+        s.ar.push_back(pt);
     }
   }
   for (auto& s : series)
-    std::sort(s.tree.begin(), s.tree.end(), [](const Point& a, const Point& b) { return a.x < b.x; });
+    std::sort(s.tree.begin(), s.tree.end(),
+              [](const Point& a, const Point& b) { return a.x < b.x; });
 
   double xmax = 1, ymax = kind == PlotKind::speedup ? 1.2 : 1.5;
   bool any = false;
@@ -124,7 +145,8 @@ std::string report_svg(const Report& report, PlotKind kind) {
         ymax = std::max(ymax, p.y + p.err);
         any = true;
       }
-    for (const auto* c : s.failed) xmax = std::max(xmax, x_of(c->method));
+    for (const auto* c : s.failed)
+      xmax = std::max(xmax, x_of(c->method));
   }
   const double xstep = nice_step(xmax, 8);
   xmax = std::ceil(xmax * 1.04 / xstep) * xstep;
@@ -136,14 +158,16 @@ std::string report_svg(const Report& report, PlotKind kind) {
   auto Y = [&](double y) { return kTop + ph - y / ymax * ph; };
 
   std::ostringstream o;
-  o << fmt::format(R"(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" viewBox="0 0 {} {}" font-family="DejaVu Sans, Helvetica, Arial, sans-serif" font-size="12">)",
-                   kW, kH, kW, kH)
+  o << fmt::format(
+           R"(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" viewBox="0 0 {} {}" font-family="DejaVu Sans, Helvetica, Arial, sans-serif" font-size="12">)",
+           kW, kH, kW, kH)
     << "\n";
-  o << R"(<rect x="0" y="0" width="100%" height="100%" fill="white"/>)" << "\n";
+  o << R"(<rect x="0" y="0" width="100%" height="100%" fill="white"/>)"
+    << "\n";
   const std::string what = kind == PlotKind::speedup ? "Speedup" : "Acceptance length";
-  o << fmt::format(R"(<text x="{}" y="24" font-size="16" font-weight="bold">{} vs tree budget{}</text>)",
-                   kLeft, what,
-                   report.sweep_name.empty() ? "" : " — " + esc(report.sweep_name))
+  o << fmt::format(
+           R"(<text x="{}" y="24" font-size="16" font-weight="bold">{} vs tree budget{}</text>)",
+           kLeft, what, report.sweep_name.empty() ? "" : " — " + esc(report.sweep_name))
     << "\n";
   std::string sub = kind == PlotKind::speedup
                         ? "output tok/s relative to the autoregressive cell of the same phase and "
@@ -152,8 +176,9 @@ std::string report_svg(const Report& report, PlotKind kind) {
   o << fmt::format(R"(<text x="{}" y="42" font-size="11" fill="#444">{}</text>)", kLeft, esc(sub))
     << "\n";
   if (report.synthetic)
-    o << fmt::format(R"(<text x="{}" y="58" font-size="11" fill="#a33">SYNTHETIC model (simulated server): relative figures under its stated cost model, not GPU measurements</text>)",
-                     kLeft)
+    o << fmt::format(
+             R"(<text x="{}" y="58" font-size="11" fill="#a33">SYNTHETIC model (simulated server): relative figures under its stated cost model, not GPU measurements</text>)",
+             kLeft)
       << "\n";
 
   // Grid and ticks.
@@ -173,25 +198,30 @@ std::string report_svg(const Report& report, PlotKind kind) {
                      X(x), Y(0) + 17, x)
       << "\n";
   }
-  o << fmt::format(R"(<rect x="{:.1f}" y="{:.1f}" width="{:.1f}" height="{:.1f}" fill="none" stroke="#555"/>)",
-                   kLeft, kTop, pw, ph)
+  o << fmt::format(
+           R"(<rect x="{:.1f}" y="{:.1f}" width="{:.1f}" height="{:.1f}" fill="none" stroke="#555"/>)",
+           kLeft, kTop, pw, ph)
     << "\n";
-  o << fmt::format(R"(<text x="{:.1f}" y="{:.1f}" text-anchor="middle">draft nodes verified per step (tree budget B; linear: block − 1; autoregressive: 0)</text>)",
-                   kLeft + pw / 2, kH - 30)
+  o << fmt::format(
+           R"(<text x="{:.1f}" y="{:.1f}" text-anchor="middle">draft nodes verified per step (tree budget B; linear: block − 1; autoregressive: 0)</text>)",
+           kLeft + pw / 2, kH - 30)
     << "\n";
-  o << fmt::format(R"~(<text transform="translate(20,{:.1f}) rotate(-90)" text-anchor="middle">{}</text>)~",
-                   kTop + ph / 2,
-                   kind == PlotKind::speedup ? "speedup over autoregressive (×)"
-                                             : "acceptance length (tokens / step)")
+  o << fmt::format(
+           R"~(<text transform="translate(20,{:.1f}) rotate(-90)" text-anchor="middle">{}</text>)~",
+           kTop + ph / 2,
+           kind == PlotKind::speedup ? "speedup over autoregressive (×)"
+                                     : "acceptance length (tokens / step)")
     << "\n";
   // Reference: 1 = autoregressive.
-  o << fmt::format(R"(<line x1="{:.1f}" y1="{:.1f}" x2="{:.1f}" y2="{:.1f}" stroke="#888" stroke-dasharray="4,4"/>)",
-                   X(0), Y(1), X(xmax), Y(1))
+  o << fmt::format(
+           R"(<line x1="{:.1f}" y1="{:.1f}" x2="{:.1f}" y2="{:.1f}" stroke="#888" stroke-dasharray="4,4"/>)",
+           X(0), Y(1), X(xmax), Y(1))
     << "\n";
 
   if (!any)
-    o << fmt::format(R"(<text x="{:.1f}" y="{:.1f}" text-anchor="middle" font-size="14" fill="#a00">no completed cells to plot</text>)",
-                     kLeft + pw / 2, kTop + ph / 2)
+    o << fmt::format(
+             R"(<text x="{:.1f}" y="{:.1f}" text-anchor="middle" font-size="14" fill="#a00">no completed cells to plot</text>)",
+             kLeft + pw / 2, kTop + ph / 2)
       << "\n";
 
   for (const auto& s : series) {
@@ -201,34 +231,40 @@ std::string report_svg(const Report& report, PlotKind kind) {
     if (s.tree.size() > 1) {
       o << R"(<polyline fill="none" stroke=")" << col << R"(" stroke-width="2")" << dash
         << R"( points=")";
-      for (const auto& p : s.tree) o << fmt::format("{:.1f},{:.1f} ", X(p.x), Y(p.y));
+      for (const auto& p : s.tree)
+        o << fmt::format("{:.1f},{:.1f} ", X(p.x), Y(p.y));
       o << "\"/>\n";
     }
     auto error_bar = [&](const Point& p) {
-      if (p.err <= 0) return;
-      o << fmt::format(R"(<path d="M{0:.1f},{1:.1f}V{2:.1f}M{3:.1f},{1:.1f}H{4:.1f}M{3:.1f},{2:.1f}H{4:.1f}" stroke="{5}" fill="none"/>)",
-                       X(p.x), Y(p.y - p.err), Y(p.y + p.err), X(p.x) - 4, X(p.x) + 4, col)
+      if (p.err <= 0)
+        return;
+      o << fmt::format(
+               R"(<path d="M{0:.1f},{1:.1f}V{2:.1f}M{3:.1f},{1:.1f}H{4:.1f}M{3:.1f},{2:.1f}H{4:.1f}" stroke="{5}" fill="none"/>)",
+               X(p.x), Y(p.y - p.err), Y(p.y + p.err), X(p.x) - 4, X(p.x) + 4, col)
         << "\n";
     };
     for (const auto& p : s.tree) {
       error_bar(p);
-      o << fmt::format(R"(<circle cx="{:.1f}" cy="{:.1f}" r="4.5" fill="{}" stroke="white"><title>{}: {:.3f}</title></circle>)",
-                       X(p.x), Y(p.y), col, esc(p.cell->cell_id), p.y)
+      o << fmt::format(
+               R"(<circle cx="{:.1f}" cy="{:.1f}" r="4.5" fill="{}" stroke="white"><title>{}: {:.3f}</title></circle>)",
+               X(p.x), Y(p.y), col, esc(p.cell->cell_id), p.y)
         << "\n";
     }
     for (const auto& p : s.linear) {
       error_bar(p);
       const double cx = X(p.x), cy = Y(p.y);
-      o << fmt::format(R"(<path d="M{:.1f},{:.1f}l7,7l-7,7l-7,-7z" fill="white" stroke="{}" stroke-width="2.5"><title>{}: {:.3f}</title></path>)",
-                       cx, cy - 7, col, esc(p.cell->cell_id), p.y)
+      o << fmt::format(
+               R"(<path d="M{:.1f},{:.1f}l7,7l-7,7l-7,-7z" fill="white" stroke="{}" stroke-width="2.5"><title>{}: {:.3f}</title></path>)",
+               cx, cy - 7, col, esc(p.cell->cell_id), p.y)
         << "\n";
       o << fmt::format(R"(<text x="{:.1f}" y="{:.1f}" font-size="11" fill="{}">linear k{}</text>)",
                        cx + 9, cy - 8, col, p.cell->method.block)
         << "\n";
     }
     for (const auto& p : s.ar) {
-      o << fmt::format(R"(<rect x="{:.1f}" y="{:.1f}" width="11" height="11" fill="{}" stroke="white"><title>{}: {:.3f}</title></rect>)",
-                       X(p.x) - 5.5, Y(p.y) - 5.5, col, esc(p.cell->cell_id), p.y)
+      o << fmt::format(
+               R"(<rect x="{:.1f}" y="{:.1f}" width="11" height="11" fill="{}" stroke="white"><title>{}: {:.3f}</title></rect>)",
+               X(p.x) - 5.5, Y(p.y) - 5.5, col, esc(p.cell->cell_id), p.y)
         << "\n";
     }
   }
@@ -243,21 +279,24 @@ std::string report_svg(const Report& report, PlotKind kind) {
       for (bool clash = true; clash && level < 6;) {
         clash = false;
         for (const auto& [px, pl] : placed)
-          if (pl == level && std::abs(px - cx) < 62) clash = true;
-        if (clash) ++level;
+          if (pl == level && std::abs(px - cx) < 62)
+            clash = true;
+        if (clash)
+          ++level;
       }
       placed.emplace_back(cx, level);
       const double cy = Y(0) - 9;
-      o << fmt::format(R"~(<path d="M{0:.1f},{1:.1f}l10,10M{0:.1f},{2:.1f}l10,-10" transform="translate(-5,-5)" stroke="#c00" stroke-width="2.5"><title>{3}: {4}</title></path>)~",
-                       cx, cy, cy + 10, esc(c->cell_id),
-                       esc(std::string(to_string(c->status)) +
-                           (c->reason.empty() ? "" : ": " + c->reason)))
+      o << fmt::format(
+               R"~(<path d="M{0:.1f},{1:.1f}l10,10M{0:.1f},{2:.1f}l10,-10" transform="translate(-5,-5)" stroke="#c00" stroke-width="2.5"><title>{3}: {4}</title></path>)~",
+               cx, cy, cy + 10, esc(c->cell_id),
+               esc(std::string(to_string(c->status)) + (c->reason.empty() ? "" : ": " + c->reason)))
         << "\n";
       const std::string tag = c->method.kind == MethodKind::tree
                                   ? "b" + std::to_string(c->method.budget)
                                   : "k" + std::to_string(c->method.block);
-      o << fmt::format(R"(<text x="{:.1f}" y="{:.1f}" font-size="10" fill="#c00" text-anchor="middle">{} {}</text>)",
-                       cx, cy - 9 - 12.0 * level, tag, to_string(c->status))
+      o << fmt::format(
+               R"(<text x="{:.1f}" y="{:.1f}" font-size="10" fill="#c00" text-anchor="middle">{} {}</text>)",
+               cx, cy - 9 - 12.0 * level, tag, to_string(c->status))
         << "\n";
     }
 
@@ -267,8 +306,9 @@ std::string report_svg(const Report& report, PlotKind kind) {
   for (const auto& s : series) {
     const std::string dash =
         kDashes[s.dash][0] ? fmt::format(R"( stroke-dasharray="{}")", kDashes[s.dash]) : "";
-    o << fmt::format(R"(<line x1="{:.1f}" y1="{:.1f}" x2="{:.1f}" y2="{:.1f}" stroke="{}" stroke-width="2"{}/>)",
-                     lx, ly, lx + 26, ly, kColours[s.colour], dash)
+    o << fmt::format(
+             R"(<line x1="{:.1f}" y1="{:.1f}" x2="{:.1f}" y2="{:.1f}" stroke="{}" stroke-width="2"{}/>)",
+             lx, ly, lx + 26, ly, kColours[s.colour], dash)
       << "\n";
     o << fmt::format(R"(<circle cx="{:.1f}" cy="{:.1f}" r="4" fill="{}"/>)", lx + 13, ly,
                      kColours[s.colour])
@@ -278,24 +318,29 @@ std::string report_svg(const Report& report, PlotKind kind) {
     ly += 20;
   }
   ly += 8;
-  o << fmt::format(R"(<circle cx="{:.1f}" cy="{:.1f}" r="4.5" fill="#555"/><text x="{:.1f}" y="{:.1f}">tree (DDTree)</text>)",
-                   lx + 13, ly, lx + 34, ly + 4)
+  o << fmt::format(
+           R"(<circle cx="{:.1f}" cy="{:.1f}" r="4.5" fill="#555"/><text x="{:.1f}" y="{:.1f}">tree (DDTree)</text>)",
+           lx + 13, ly, lx + 34, ly + 4)
     << "\n";
   ly += 20;
-  o << fmt::format(R"(<path d="M{:.1f},{:.1f}l7,7l-7,7l-7,-7z" fill="white" stroke="#555" stroke-width="2.5"/><text x="{:.1f}" y="{:.1f}">linear (DFlash)</text>)",
-                   lx + 13, ly - 7, lx + 34, ly + 4)
+  o << fmt::format(
+           R"(<path d="M{:.1f},{:.1f}l7,7l-7,7l-7,-7z" fill="white" stroke="#555" stroke-width="2.5"/><text x="{:.1f}" y="{:.1f}">linear (DFlash)</text>)",
+           lx + 13, ly - 7, lx + 34, ly + 4)
     << "\n";
   ly += 20;
-  o << fmt::format(R"(<rect x="{:.1f}" y="{:.1f}" width="11" height="11" fill="#555"/><text x="{:.1f}" y="{:.1f}">autoregressive</text>)",
-                   lx + 7.5, ly - 5.5, lx + 34, ly + 4)
+  o << fmt::format(
+           R"(<rect x="{:.1f}" y="{:.1f}" width="11" height="11" fill="#555"/><text x="{:.1f}" y="{:.1f}">autoregressive</text>)",
+           lx + 7.5, ly - 5.5, lx + 34, ly + 4)
     << "\n";
   ly += 20;
-  o << fmt::format(R"(<path d="M{:.1f},{:.1f}l10,10M{:.1f},{:.1f}l10,-10" stroke="#c00" stroke-width="2.5"/><text x="{:.1f}" y="{:.1f}">failed / skipped</text>)",
-                   lx + 8, ly - 5, lx + 8, ly + 5, lx + 34, ly + 4)
+  o << fmt::format(
+           R"(<path d="M{:.1f},{:.1f}l10,10M{:.1f},{:.1f}l10,-10" stroke="#c00" stroke-width="2.5"/><text x="{:.1f}" y="{:.1f}">failed / skipped</text>)",
+           lx + 8, ly - 5, lx + 8, ly + 5, lx + 34, ly + 4)
     << "\n";
   ly += 20;
-  o << fmt::format(R"(<line x1="{:.1f}" y1="{:.1f}" x2="{:.1f}" y2="{:.1f}" stroke="#888" stroke-dasharray="4,4"/><text x="{:.1f}" y="{:.1f}">1 = autoregressive</text>)",
-                   lx, ly, lx + 26, ly, lx + 34, ly + 4)
+  o << fmt::format(
+           R"(<line x1="{:.1f}" y1="{:.1f}" x2="{:.1f}" y2="{:.1f}" stroke="#888" stroke-dasharray="4,4"/><text x="{:.1f}" y="{:.1f}">1 = autoregressive</text>)",
+           lx, ly, lx + 26, ly, lx + 34, ly + 4)
     << "\n";
   o << "</svg>\n";
   return o.str();

@@ -15,41 +15,54 @@ namespace {
 
 constexpr std::array<const char*, 5> kStatusNames = {"ok", "failed", "blocked", "skipped",
                                                      "interrupted"};
-constexpr std::array<const char*, 8> kStageNames = {
-    "preflight", "launch", "readiness", "warmup", "measure", "stop", "gpu_memory", "runner"};
+constexpr std::array<const char*, 8> kStageNames = {"preflight", "launch", "readiness",  "warmup",
+                                                    "measure",   "stop",   "gpu_memory", "runner"};
 
 // Embeds a JSON text as an object; text that is not JSON is kept as a string, "" as null.
 json embed(const std::string& text) {
-  if (text.empty()) return nullptr;
+  if (text.empty())
+    return nullptr;
   auto j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return text;
+  if (j.is_discarded())
+    return text;
   return j;
 }
 std::string unembed(const json& j) {
-  if (j.is_null()) return {};
-  if (j.is_string()) return j.get<std::string>();
+  if (j.is_null())
+    return {};
+  if (j.is_string())
+    return j.get<std::string>();
   return j.dump();
 }
 
-json opt(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
+json opt(const std::optional<double>& v) {
+  return v ? json(*v) : json(nullptr);
+}
 std::optional<double> opt_double(const json& j, const char* key) {
   auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return std::nullopt;
+  if (it == j.end() || it->is_null())
+    return std::nullopt;
   return it->get<double>();
 }
 
 } // namespace
 
-const char* to_string(CellStatus s) noexcept { return kStatusNames[static_cast<size_t>(s)]; }
+const char* to_string(CellStatus s) noexcept {
+  return kStatusNames[static_cast<size_t>(s)];
+}
 std::optional<CellStatus> cell_status_from_string(const std::string& s) noexcept {
   for (size_t i = 0; i < kStatusNames.size(); ++i)
-    if (s == kStatusNames[i]) return static_cast<CellStatus>(i);
+    if (s == kStatusNames[i])
+      return static_cast<CellStatus>(i);
   return std::nullopt;
 }
-const char* to_string(CellStage s) noexcept { return kStageNames[static_cast<size_t>(s)]; }
+const char* to_string(CellStage s) noexcept {
+  return kStageNames[static_cast<size_t>(s)];
+}
 std::optional<CellStage> cell_stage_from_string(const std::string& s) noexcept {
   for (size_t i = 0; i < kStageNames.size(); ++i)
-    if (s == kStageNames[i]) return static_cast<CellStage>(i);
+    if (s == kStageNames[i])
+      return static_cast<CellStage>(i);
   return std::nullopt;
 }
 
@@ -73,16 +86,23 @@ Distribution distribution_from_json(const json& j) {
 }
 
 json method_to_json(const Method& m) {
-  return {{"id", m.id()}, {"kind", m.kind_name()}, {"block", m.block}, {"budget", m.budget},
+  return {{"id", m.id()},
+          {"kind", m.kind_name()},
+          {"block", m.block},
+          {"budget", m.budget},
           {"verify_width", m.verify_width()}};
 }
 Method method_from_json(const json& j) {
   Method m;
   const auto kind = j.at("kind").get<std::string>();
-  if (kind == "autoregressive") m.kind = MethodKind::autoregressive;
-  else if (kind == "linear") m.kind = MethodKind::linear;
-  else if (kind == "tree") m.kind = MethodKind::tree;
-  else throw std::runtime_error("unknown method kind '" + kind + "'");
+  if (kind == "autoregressive")
+    m.kind = MethodKind::autoregressive;
+  else if (kind == "linear")
+    m.kind = MethodKind::linear;
+  else if (kind == "tree")
+    m.kind = MethodKind::tree;
+  else
+    throw std::runtime_error("unknown method kind '" + kind + "'");
   m.block = j.at("block").get<int>();
   m.budget = j.at("budget").get<int>();
   return m;
@@ -168,7 +188,8 @@ json request_to_json(const RequestMetrics& r) {
             {"tpot_s", r.tpot_s()},
             {"itl_s", r.itl_s},
             {"verify_steps", r.verify_steps >= 0 ? json(r.verify_steps) : json(nullptr)}};
-  if (!r.error.empty()) j["error"] = r.error;
+  if (!r.error.empty())
+    j["error"] = r.error;
   return j;
 }
 RequestMetrics request_from_json(const json& j) {
@@ -240,17 +261,17 @@ CellSummary summary_from_json(const json& j) {
 json cell_result_to_json(const CellResult& r) {
   json failure = nullptr;
   if (r.failure) {
-    failure = {{"stage", to_string(r.failure->stage)},
-               {"reason", r.failure->reason},
-               {"diagnosis", r.failure->diagnosis},
-               {"log_tail", r.failure->log_tail},
-               {"server_crashed", r.failure->server_crashed},
-               {"points_at_gpu", r.failure->points_at_gpu}};
+    failure = {
+        {"stage", to_string(r.failure->stage)},        {"reason", r.failure->reason},
+        {"diagnosis", r.failure->diagnosis},           {"log_tail", r.failure->log_tail},
+        {"server_crashed", r.failure->server_crashed}, {"points_at_gpu", r.failure->points_at_gpu}};
   }
   json requests = json::array();
-  for (const auto& q : r.requests) requests.push_back(request_to_json(q));
+  for (const auto& q : r.requests)
+    requests.push_back(request_to_json(q));
   json runs = json::array();
-  for (const auto& s : r.runs) runs.push_back(run_to_json(s));
+  for (const auto& s : r.runs)
+    runs.push_back(run_to_json(s));
   return {{"schema_version", r.schema_version},
           {"kind", "specbench.cell_result"},
           {"cell_id", r.cell_id},
@@ -288,13 +309,15 @@ CellResult cell_result_from_json_obj(const json& j) {
   r.method = method_from_json(j.at("method"));
   r.workload = workload_from_json(j.at("workload"));
   const auto status = cell_status_from_string(j.at("status").get<std::string>());
-  if (!status) throw std::runtime_error("unknown status '" + j.at("status").dump() + "'");
+  if (!status)
+    throw std::runtime_error("unknown status '" + j.at("status").dump() + "'");
   r.status = *status;
   const auto& f = j.at("failure");
   if (!f.is_null()) {
     CellFailure cf;
     const auto stage = cell_stage_from_string(f.at("stage").get<std::string>());
-    if (!stage) throw std::runtime_error("unknown failure stage " + f.at("stage").dump());
+    if (!stage)
+      throw std::runtime_error("unknown failure stage " + f.at("stage").dump());
     cf.stage = *stage;
     cf.reason = f.at("reason").get<std::string>();
     cf.diagnosis = f.value("diagnosis", std::string());
@@ -311,8 +334,10 @@ CellResult cell_result_from_json_obj(const json& j) {
   r.attempt = j.value("attempt", 1);
   r.provenance = provenance_from_json(j.at("provenance"));
   r.summary = summary_from_json(j.at("summary"));
-  for (const auto& s : j.at("runs")) r.runs.push_back(run_from_json(s));
-  for (const auto& q : j.at("requests")) r.requests.push_back(request_from_json(q));
+  for (const auto& s : j.at("runs"))
+    r.runs.push_back(run_from_json(s));
+  for (const auto& q : j.at("requests"))
+    r.requests.push_back(request_from_json(q));
   return r;
 }
 

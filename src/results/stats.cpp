@@ -8,7 +8,8 @@
 namespace specbench {
 
 double percentile(std::vector<double> values, double q) {
-  if (values.empty()) return 0.0;
+  if (values.empty())
+    return 0.0;
   std::sort(values.begin(), values.end());
   q = std::clamp(q, 0.0, 1.0);
   // Linear interpolation between closest ranks: position q * (n - 1).
@@ -21,7 +22,8 @@ double percentile(std::vector<double> values, double q) {
 
 Distribution summarize(std::vector<double> values) {
   Distribution d;
-  if (values.empty()) return d;
+  if (values.empty())
+    return d;
   std::sort(values.begin(), values.end());
   d.count = static_cast<int>(values.size());
   d.min = values.front();
@@ -29,7 +31,8 @@ Distribution summarize(std::vector<double> values) {
   d.mean = std::accumulate(values.begin(), values.end(), 0.0) / d.count;
   if (d.count > 1) {
     double ss = 0;
-    for (double v : values) ss += (v - d.mean) * (v - d.mean);
+    for (double v : values)
+      ss += (v - d.mean) * (v - d.mean);
     d.stddev = std::sqrt(ss / (d.count - 1));
   }
   d.p50 = percentile(values, 0.50);
@@ -39,7 +42,8 @@ Distribution summarize(std::vector<double> values) {
 }
 
 double RequestMetrics::tpot_s() const noexcept {
-  if (output_tokens < 2) return 0.0;
+  if (output_tokens < 2)
+    return 0.0;
   return (e2e_s - ttft_s) / static_cast<double>(output_tokens - 1);
 }
 
@@ -48,9 +52,11 @@ std::vector<RunSummary> summarize_runs(const std::vector<RequestMetrics>& reques
   std::vector<double> first(out.size(), 0.0), last(out.size(), 0.0);
   std::vector<bool> seen(out.size(), false);
   std::vector<int64_t> verify(out.size(), 0), verified_tokens(out.size(), 0);
-  for (size_t i = 0; i < out.size(); ++i) out[i].run = static_cast<int>(i);
+  for (size_t i = 0; i < out.size(); ++i)
+    out[i].run = static_cast<int>(i);
   for (const auto& r : requests) {
-    if (r.run < 0 || static_cast<size_t>(r.run) >= out.size()) continue;
+    if (r.run < 0 || static_cast<size_t>(r.run) >= out.size())
+      continue;
     auto& s = out[static_cast<size_t>(r.run)];
     const auto i = static_cast<size_t>(r.run);
     ++s.requests;
@@ -94,14 +100,17 @@ CellSummary summarize_cell(const std::vector<RequestMetrics>& requests,
     c.requests += r.requests;
     c.failed += r.failed;
     tps.push_back(r.output_tokens_per_s);
-    if (r.acceptance_length) acc_runs.push_back(*r.acceptance_length);
+    if (r.acceptance_length)
+      acc_runs.push_back(*r.acceptance_length);
   }
   int64_t verify = 0, verified_tokens = 0;
   for (const auto& r : requests) {
-    if (!r.ok) continue;
+    if (!r.ok)
+      continue;
     ttft.push_back(r.ttft_s);
     e2e.push_back(r.e2e_s);
-    if (r.output_tokens >= 2) tpot.push_back(r.tpot_s());
+    if (r.output_tokens >= 2)
+      tpot.push_back(r.tpot_s());
     itl.insert(itl.end(), r.itl_s.begin(), r.itl_s.end());
     if (r.verify_steps > 0) {
       verify += r.verify_steps;

@@ -26,11 +26,14 @@ Status errno_status(const std::string& what, const fs::path& path, int err) {
 
 // Temp files are "<name>.tmp.<pid>" in the target's directory: same filesystem, so rename is
 // atomic; a killed writer leaves one behind, which ResultStore::open removes.
-bool is_temp_name(const std::string& name) { return name.find(".tmp.") != std::string::npos; }
+bool is_temp_name(const std::string& name) {
+  return name.find(".tmp.") != std::string::npos;
+}
 
 std::optional<std::string> read_text(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
-  if (!in) return std::nullopt;
+  if (!in)
+    return std::nullopt;
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
@@ -52,12 +55,14 @@ Status write_file_atomic(const fs::path& path, const std::string& text) {
   const fs::path dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
   const fs::path tmp = dir / (path.filename().string() + ".tmp." + std::to_string(::getpid()));
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return errno_status("cannot create", tmp, errno);
+  if (fd < 0)
+    return errno_status("cannot create", tmp, errno);
   size_t done = 0;
   while (done < text.size()) {
     const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
     if (n < 0) {
-      if (errno == EINTR) continue;
+      if (errno == EINTR)
+        continue;
       const int err = errno;
       ::close(fd);
       ::unlink(tmp.c_str());
@@ -134,7 +139,9 @@ fs::path ResultStore::cell_path(const std::string& cell_id) const {
 fs::path ResultStore::log_path(const std::string& cell_id) const {
   return dir_ / "logs" / (cell_id + ".log");
 }
-fs::path ResultStore::manifest_path() const { return dir_ / "manifest.json"; }
+fs::path ResultStore::manifest_path() const {
+  return dir_ / "manifest.json";
+}
 
 Expected<CellResult> ResultStore::load(const std::string& cell_id) const {
   const auto path = cell_path(cell_id);
@@ -145,7 +152,8 @@ Expected<CellResult> ResultStore::load(const std::string& cell_id) const {
   if (!text)
     return Status(StatusCode::io_error, "cannot read " + path.string(), "", "ResultStore::load");
   auto r = cell_result_from_json(*text);
-  if (!r) return Status(r.status().code(), r.status().message(), r.status().remedy(), path.string());
+  if (!r)
+    return Status(r.status().code(), r.status().message(), r.status().remedy(), path.string());
   return r;
 }
 
@@ -167,8 +175,10 @@ std::vector<CellResult> ResultStore::load_all(std::vector<std::string>* problems
   std::vector<CellResult> out;
   for (const auto& id : stored_ids()) {
     auto r = load(id);
-    if (r) out.push_back(std::move(*r));
-    else if (problems) problems->push_back(r.status().to_string());
+    if (r)
+      out.push_back(std::move(*r));
+    else if (problems)
+      problems->push_back(r.status().to_string());
   }
   return out;
 }
@@ -186,8 +196,9 @@ Expected<fs::path> ResultStore::move_aside(const std::string& cell_id,
   std::error_code ec;
   fs::create_directories(target_dir / "cells", ec);
   if (ec)
-    return Status(StatusCode::io_error, "cannot create " + target_dir.string() + ": " + ec.message(),
-                  "", "ResultStore::move_aside");
+    return Status(StatusCode::io_error,
+                  "cannot create " + target_dir.string() + ": " + ec.message(), "",
+                  "ResultStore::move_aside");
   const fs::path target = target_dir / "cells" / (cell_id + ".json");
   fs::rename(cell_path(cell_id), target, ec);
   if (ec)

@@ -30,7 +30,8 @@ Status unavailable(const std::string& why) {
 Expected<std::vector<std::uint64_t>> read_gpu_memory_nvml(const std::vector<int>& gpus,
                                                           const PreflightReport* report) {
   void* lib = ::dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!lib) return unavailable("libnvidia-ml.so.1 not loadable");
+  if (!lib)
+    return unavailable("libnvidia-ml.so.1 not loadable");
   auto sym = [&](const char* name) { return ::dlsym(lib, name); };
   auto init = reinterpret_cast<init_fn>(sym("nvmlInit_v2"));
   auto shutdown = reinterpret_cast<shutdown_fn>(sym("nvmlShutdown"));
@@ -53,7 +54,8 @@ Expected<std::vector<std::uint64_t>> read_gpu_memory_nvml(const std::vector<int>
     const GpuResult* known = nullptr;
     if (report)
       for (const auto& r : report->gpus)
-        if (r.cuda_ordinal == g && !r.pci_bus_id.empty()) known = &r;
+        if (r.cuda_ordinal == g && !r.pci_bus_id.empty())
+          known = &r;
     if (known && by_pci) {
       rc = by_pci(known->pci_bus_id.c_str(), &dev);
     } else if (!std::getenv("CUDA_VISIBLE_DEVICES")) {
@@ -73,7 +75,8 @@ Expected<std::vector<std::uint64_t>> read_gpu_memory_nvml(const std::vector<int>
   }
   shutdown();
   ::dlclose(lib);
-  if (!error) return error;
+  if (!error)
+    return error;
   return used;
 }
 

@@ -31,19 +31,22 @@ double seconds_since(Clock::time_point t) {
 }
 
 std::string lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (auto& c : s)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
 }
 
 std::string join_lines(const std::vector<std::string>& lines) {
   std::string s;
-  for (const auto& l : lines) s += l + "\n";
+  for (const auto& l : lines)
+    s += l + "\n";
   return s;
 }
 
 std::string hostname() {
   char buf[256] = {};
-  if (::gethostname(buf, sizeof buf - 1) != 0) return {};
+  if (::gethostname(buf, sizeof buf - 1) != 0)
+    return {};
   return buf;
 }
 
@@ -75,7 +78,8 @@ public:
   DirLock(DirLock&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
   DirLock& operator=(DirLock&&) = delete;
   ~DirLock() {
-    if (fd_ >= 0) ::close(fd_);
+    if (fd_ >= 0)
+      ::close(fd_);
   }
 
 private:
@@ -90,7 +94,8 @@ RequestMetrics to_metrics(const RequestRecord& q) {
   m.ok = q.ok;
   if (!q.ok) {
     m.error = to_string(q.error);
-    if (!q.error_message.empty()) m.error += ": " + q.error_message;
+    if (!q.error_message.empty())
+      m.error += ": " + q.error_message;
   }
   m.http_status = q.http_status;
   m.prompt_tokens = std::max(0, q.prompt_tokens);
@@ -104,25 +109,30 @@ RequestMetrics to_metrics(const RequestRecord& q) {
 }
 
 std::string cuda_version_text(int v) {
-  if (v <= 0) return {};
+  if (v <= 0)
+    return {};
   return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
 }
 
 std::string preflight_reason(const PreflightReport& rep) {
-  if (rep.could_not_run()) return "preflight could not run: " + rep.run_error.to_string();
+  if (rep.could_not_run())
+    return "preflight could not run: " + rep.run_error.to_string();
   if (const auto* f = rep.first_failure()) {
     std::string s = "preflight check " + f->id + " failed: " + f->summary;
-    if (!f->cuda_error_name.empty()) s += " (" + f->cuda_error_name + ")";
+    if (!f->cuda_error_name.empty())
+      s += " (" + f->cuda_error_name + ")";
     return s;
   }
   return "preflight failed";
 }
 
 std::string preflight_diagnosis(const PreflightReport& rep) {
-  if (rep.could_not_run()) return rep.run_error.remedy();
+  if (rep.could_not_run())
+    return rep.run_error.remedy();
   if (const auto* f = rep.first_failure()) {
     std::string s = f->diagnosis;
-    if (!f->remedy.empty()) s += (s.empty() ? "" : " Fix: ") + f->remedy;
+    if (!f->remedy.empty())
+      s += (s.empty() ? "" : " Fix: ") + f->remedy;
     return s;
   }
   return {};
@@ -132,12 +142,16 @@ std::string preflight_diagnosis(const PreflightReport& rep) {
 // tree budgets run largest first, so that a crash at budget B can spare the budgets below it.
 std::vector<const Cell*> phase_order(const Phase& phase, bool largest_budget_first) {
   std::vector<const Cell*> cells;
-  for (const auto& c : phase.cells) cells.push_back(&c);
-  if (!largest_budget_first) return cells;
+  for (const auto& c : phase.cells)
+    cells.push_back(&c);
+  if (!largest_budget_first)
+    return cells;
   std::stable_sort(cells.begin(), cells.end(), [](const Cell* a, const Cell* b) {
     const bool ta = a->method.kind == MethodKind::tree, tb = b->method.kind == MethodKind::tree;
-    if (ta != tb) return !ta; // non-tree cells first, in plan order
-    if (!ta) return false;
+    if (ta != tb)
+      return !ta; // non-tree cells first, in plan order
+    if (!ta)
+      return false;
     return a->method.budget > b->method.budget;
   });
   return cells;
@@ -154,18 +168,23 @@ private:
   // ---- helpers -------------------------------------------------------------------------------
   bool stop_requested() const { return opt_.stop && opt_.stop->load(); }
   bool selected(const Cell& c) const {
-    if (opt_.only.empty()) return true;
+    if (opt_.only.empty())
+      return true;
     for (const auto& id : opt_.only)
-      if (id == c.id || id == c.phase_id) return true;
+      if (id == c.id || id == c.phase_id)
+        return true;
     return false;
   }
   void emit(RunnerEvent e) {
-    if (!opt_.on_event) return;
+    if (!opt_.on_event)
+      return;
     e.elapsed_s = seconds_since(t0_);
     e.to_run = to_run_;
     e.total_cells = out_.total_cells;
-    if (e.cell_index == 0) e.cell_index = index_;
-    if (e.eta_s < 0) e.eta_s = eta(-1);
+    if (e.cell_index == 0)
+      e.cell_index = index_;
+    if (e.eta_s < 0)
+      e.eta_s = eta(-1);
     try {
       opt_.on_event(e);
     } catch (...) {
@@ -225,7 +244,8 @@ private:
     if (preflight_) {
       r.provenance.preflight_json = preflight_->to_json(-1);
       for (const auto& g : preflight_->gpus)
-        if (g.planned) r.provenance.gpu_names.push_back(g.name);
+        if (g.planned)
+          r.provenance.gpu_names.push_back(g.name);
       r.provenance.driver_version = preflight_->host.driver_version;
       r.provenance.cuda_version = cuda_version_text(preflight_->host.cuda_driver_version);
     }
@@ -246,7 +266,8 @@ private:
   }
   ManifestPhase* manifest_phase(const std::string& id) {
     for (auto& p : manifest_.phases)
-      if (p.id == id) return &p;
+      if (p.id == id)
+        return &p;
     return nullptr;
   }
   void write_manifest() {
@@ -258,8 +279,8 @@ private:
   void record(CellResult r) {
     r.finished_at = utc_now_iso8601();
     if (r.status != CellStatus::ok && !r.failure)
-      r.failure = CellFailure{CellStage::runner, "no reason recorded (a specbench bug)", "", "",
-                              false, false};
+      r.failure = CellFailure{
+          CellStage::runner, "no reason recorded (a specbench bug)", "", "", false, false};
     if (auto st = store_.commit(r); !st) {
       message("cannot write the result of " + r.cell_id + ": " + st.to_string());
     }
@@ -271,14 +292,15 @@ private:
     e.phase_id = r.phase_id;
     e.cell_id = r.cell_id;
     e.status = to_string(r.status);
-    if (r.failure) e.message = std::string(to_string(r.failure->stage)) + ": " + r.failure->reason;
+    if (r.failure)
+      e.message = std::string(to_string(r.failure->stage)) + ": " + r.failure->reason;
     else if (r.summary.runs > 0)
-      e.message = "output " + std::to_string(static_cast<int>(r.summary.output_tokens_per_s.mean)) +
-                  " tok/s" +
-                  (r.summary.acceptance_length
-                       ? ", acceptance length " +
-                             std::to_string(*r.summary.acceptance_length).substr(0, 4)
-                       : std::string());
+      e.message =
+          "output " + std::to_string(static_cast<int>(r.summary.output_tokens_per_s.mean)) +
+          " tok/s" +
+          (r.summary.acceptance_length
+               ? ", acceptance length " + std::to_string(*r.summary.acceptance_length).substr(0, 4)
+               : std::string());
     emit(e);
   }
 
@@ -322,7 +344,8 @@ void SweepRun::prepare_store() {
   std::map<std::string, std::string> batches;
   auto batch = [&](const std::string& why) -> const std::string& {
     auto it = batches.find(why);
-    if (it == batches.end()) it = batches.emplace(why, stale_batch_name(store_.dir(), why)).first;
+    if (it == batches.end())
+      it = batches.emplace(why, stale_batch_name(store_.dir(), why)).first;
     return it->second;
   };
   auto move = [&](const std::string& id, const std::string& why) {
@@ -355,7 +378,8 @@ void SweepRun::prepare_store() {
     }
     previous_attempts_[id] = stored->attempt;
     final_status_[id] = stored->status;
-    if (stored->complete()) complete_.insert(id);
+    if (stored->complete())
+      complete_.insert(id);
   }
 }
 
@@ -435,13 +459,15 @@ void SweepRun::take_memory_baseline(const Phase& phase) {
 // Waits for GPU memory to come back within the tolerance of the phase's baseline; returns ""
 // when it did (or when there is no baseline), else what is still held.
 std::string SweepRun::check_memory_back(const Phase& phase, CellResult& r) {
-  if (!baseline_) return {};
+  if (!baseline_)
+    return {};
   const double tol = sweep_.runner.gpu_memory_tolerance_mib * 1024.0 * 1024.0;
   const auto t = Clock::now();
   std::string held;
   for (;;) {
-    auto used = opt_.gpu_memory ? opt_.gpu_memory(phase.gpus)
-                                : read_gpu_memory_nvml(phase.gpus, preflight_ ? &*preflight_ : nullptr);
+    auto used = opt_.gpu_memory
+                    ? opt_.gpu_memory(phase.gpus)
+                    : read_gpu_memory_nvml(phase.gpus, preflight_ ? &*preflight_ : nullptr);
     if (!used) {
       r.notes.push_back("GPU memory could not be read after the server stopped: " +
                         used.status().message());
@@ -451,13 +477,14 @@ std::string SweepRun::check_memory_back(const Phase& phase, CellResult& r) {
     for (size_t i = 0; i < used->size() && i < baseline_->size(); ++i) {
       const double extra = static_cast<double>((*used)[i]) - static_cast<double>((*baseline_)[i]);
       if (extra > tol)
-        held += (held.empty() ? "" : ", ") + std::string("GPU ") +
-                std::to_string(phase.gpus[i]) + " holds " +
-                std::to_string(static_cast<long long>(extra / (1024 * 1024))) +
+        held += (held.empty() ? "" : ", ") + std::string("GPU ") + std::to_string(phase.gpus[i]) +
+                " holds " + std::to_string(static_cast<long long>(extra / (1024 * 1024))) +
                 " MiB above its baseline";
     }
-    if (held.empty()) return {};
-    if (seconds_since(t) >= opt_.gpu_memory_settle_s || stop_requested()) break;
+    if (held.empty())
+      return {};
+    if (seconds_since(t) >= opt_.gpu_memory_settle_s || stop_requested())
+      break;
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
   }
   r.notes.push_back("GPU memory did not return to baseline within " +
@@ -481,8 +508,10 @@ CellResult SweepRun::run_cell(const Cell& c, const Phase& phase) {
     f.log_tail = join_lines(tail);
     // Name the fatal log line (CUDA error, OOM, NCCL, ...) when the reason does not yet.
     if (auto m = find_fatal_pattern(f.log_tail, default_fatal_patterns())) {
-      if (f.reason.find(m->line) == std::string::npos) f.reason += " [log: " + m->line + "]";
-      if (f.diagnosis.empty()) f.diagnosis = m->pattern.diagnosis;
+      if (f.reason.find(m->line) == std::string::npos)
+        f.reason += " [log: " + m->line + "]";
+      if (f.diagnosis.empty())
+        f.diagnosis = m->pattern.diagnosis;
     }
     f.server_crashed = crashed;
     f.points_at_gpu = text_points_at_gpu(reason + "\n" + diagnosis + "\n" + f.log_tail);
@@ -562,7 +591,8 @@ CellResult SweepRun::run_cell(const Cell& c, const Phase& phase) {
     co.stream = true;
     co.request_timeout_s = sweep_.server.request_timeout_s;
     co.first_byte_timeout_s = sweep_.server.request_timeout_s;
-    const double hang = std::max(0.5, std::min(opt_.hang_timeout_s, sweep_.server.request_timeout_s));
+    const double hang =
+        std::max(0.5, std::min(opt_.hang_timeout_s, sweep_.server.request_timeout_s));
     co.idle_timeout_s = hang;
     Client client(co);
 
@@ -623,7 +653,8 @@ CellResult SweepRun::run_cell(const Cell& c, const Phase& phase) {
 
       if (wr) {
         for (const auto& run : wr->runs)
-          for (const auto& q : run.records) r.requests.push_back(to_metrics(q));
+          for (const auto& q : run.records)
+            r.requests.push_back(to_metrics(q));
       }
       const bool warmup_broke =
           wr && (!wr->warmup.aborted.empty() || (wr->runs.empty() && !wr->aborted.empty()));
@@ -636,7 +667,8 @@ CellResult SweepRun::run_cell(const Cell& c, const Phase& phase) {
         interrupted(where, {});
       } else if (trip) {
         std::string reason = "server " + std::string(to_string(trip->trip)) + ": " + trip->reason;
-        if (trip->exit) reason += " (" + trip->exit->to_string() + ")";
+        if (trip->exit)
+          reason += " (" + trip->exit->to_string() + ")";
         std::string diagnosis = trip->fatal ? trip->fatal->pattern.diagnosis : std::string();
         fail(where, reason, diagnosis, trip->log_tail,
              trip->trip == WatchdogTrip::process_exited || !server.alive());
@@ -649,8 +681,7 @@ CellResult SweepRun::run_cell(const Cell& c, const Phase& phase) {
         fail(CellStage::warmup,
              "all " + std::to_string(wr->warmup.records.size()) +
                  " warm-up requests failed; first: " + to_string(q.error) + ": " + q.error_message,
-             q.context_overflow ? "prompt + max_new_tokens exceed the server's context length"
-                                : "",
+             q.context_overflow ? "prompt + max_new_tokens exceed the server's context length" : "",
              server.log_tail(static_cast<size_t>(opt_.log_tail_lines)), false);
       } else {
         int failed = 0;
@@ -658,7 +689,8 @@ CellResult SweepRun::run_cell(const Cell& c, const Phase& phase) {
         for (const auto& q : r.requests)
           if (!q.ok) {
             ++failed;
-            if (!first) first = &q;
+            if (!first)
+              first = &q;
           }
         if (static_cast<int>(wr->runs.size()) < c.workload.runs || !wr->aborted.empty()) {
           fail(CellStage::measure,
@@ -684,12 +716,14 @@ CellResult SweepRun::run_cell(const Cell& c, const Phase& phase) {
     r.notes.push_back("the server ignored SIGTERM for " +
                       std::to_string(static_cast<int>(sweep_.server.stop_grace_s)) +
                       " s and was killed");
-  if (!sr.port_free) r.notes.push_back("the server's port was still in use after it stopped");
+  if (!sr.port_free)
+    r.notes.push_back("the server's port was still in use after it stopped");
 
   r.runs = summarize_runs(r.requests, c.workload.runs);
   r.summary = summarize_cell(r.requests, r.runs);
   const std::string held = check_memory_back(phase, r);
-  if (!held.empty()) memory_held_ = held;
+  if (!held.empty())
+    memory_held_ = held;
   finish(r);
   return r;
 }
@@ -702,15 +736,18 @@ Expected<SweepOutcome> SweepRun::run() {
   out_.results_dir = store_.dir();
   for (const auto& ph : matrix_.phases)
     for (const auto& c : ph.cells)
-      if (selected(c)) ++out_.total_cells;
+      if (selected(c))
+        ++out_.total_cells;
 
   prepare_store();
   build_manifest();
   for (const auto& ph : matrix_.phases)
     for (const auto& c : ph.cells)
       if (selected(c)) {
-        if (complete_.count(c.id)) ++out_.already_done;
-        else ++to_run_;
+        if (complete_.count(c.id))
+          ++out_.already_done;
+        else
+          ++to_run_;
       }
   {
     RunnerEvent e;
@@ -723,10 +760,12 @@ Expected<SweepOutcome> SweepRun::run() {
 
   const bool largest_first = sweep_.runner.skip_smaller_budgets_after_crash;
   for (const auto& phase : matrix_.phases) {
-    if (stop_requested()) break;
+    if (stop_requested())
+      break;
     std::vector<const Cell*> todo;
     for (const Cell* c : phase_order(phase, largest_first))
-      if (selected(*c)) todo.push_back(c);
+      if (selected(*c))
+        todo.push_back(c);
     const bool any_to_run = std::any_of(todo.begin(), todo.end(),
                                         [&](const Cell* c) { return !complete_.count(c->id); });
     for (const Cell* c : todo)
@@ -738,7 +777,8 @@ Expected<SweepOutcome> SweepRun::run() {
         e.message = "complete result with the same config hash (resume)";
         emit(e);
       }
-    if (!any_to_run) continue;
+    if (!any_to_run)
+      continue;
 
     RunnerEvent pe;
     pe.kind = RunnerEventKind::phase_started;
@@ -753,13 +793,16 @@ Expected<SweepOutcome> SweepRun::run() {
       blocked_reason = preflight_reason(*preflight_);
       blocked_diagnosis = preflight_diagnosis(*preflight_);
     }
-    if (blocked_reason.empty()) take_memory_baseline(phase);
+    if (blocked_reason.empty())
+      take_memory_baseline(phase);
     int crashed_budget = 0; // largest tree budget that crashed in this phase (0 = none)
     std::string crashed_cell;
 
     for (const Cell* c : todo) {
-      if (complete_.count(c->id)) continue;
-      if (stop_requested()) break;
+      if (complete_.count(c->id))
+        continue;
+      if (stop_requested())
+        break;
       ++index_;
       if (!blocked_reason.empty()) {
         record_not_run(*c, CellStatus::blocked, blocked_stage, blocked_reason, blocked_diagnosis);
@@ -798,11 +841,12 @@ Expected<SweepOutcome> SweepRun::run() {
       }
       const CellStatus st = r.status;
       record(std::move(r));
-      if (st == CellStatus::interrupted) break;
+      if (st == CellStatus::interrupted)
+        break;
       if (!memory_held_.empty()) {
         blocked_stage = CellStage::gpu_memory;
-        blocked_reason = "GPU memory did not return to its baseline after " + c->id + ": " +
-                         memory_held_;
+        blocked_reason =
+            "GPU memory did not return to its baseline after " + c->id + ": " + memory_held_;
         blocked_diagnosis = "a server process may survive outside its process group; check "
                             "nvidia-smi for leftover processes before running this phase again";
         if (preflight_enabled_ && !run_preflight_for(phase, "GPU memory held after " + c->id)) {
@@ -825,18 +869,29 @@ Expected<SweepOutcome> SweepRun::run() {
   write_manifest();
   for (const auto& ph : matrix_.phases)
     for (const auto& c : ph.cells) {
-      if (!selected(c)) continue;
+      if (!selected(c))
+        continue;
       auto it = final_status_.find(c.id);
       if (it == final_status_.end()) {
         ++out_.pending;
         continue;
       }
       switch (it->second) {
-      case CellStatus::ok: ++out_.ok; break;
-      case CellStatus::failed: ++out_.failed; break;
-      case CellStatus::blocked: ++out_.blocked; break;
-      case CellStatus::skipped: ++out_.skipped; break;
-      case CellStatus::interrupted: ++out_.interrupted; break;
+      case CellStatus::ok:
+        ++out_.ok;
+        break;
+      case CellStatus::failed:
+        ++out_.failed;
+        break;
+      case CellStatus::blocked:
+        ++out_.blocked;
+        break;
+      case CellStatus::skipped:
+        ++out_.skipped;
+        break;
+      case CellStatus::interrupted:
+        ++out_.interrupted;
+        break;
       }
     }
   out_.wall_s = seconds_since(t0_);
@@ -855,25 +910,39 @@ Expected<SweepOutcome> SweepRun::run() {
 } // namespace
 
 int SweepOutcome::exit_code() const noexcept {
-  if (stopped) return 130;
+  if (stopped)
+    return 130;
   return ok == total_cells ? 0 : 1;
 }
 
 fs::path default_results_dir(const Sweep& sweep) {
-  if (!sweep.runner.results_dir.empty()) return sweep.runner.results_dir;
+  if (!sweep.runner.results_dir.empty())
+    return sweep.runner.results_dir;
   return fs::path("results") / (sweep.name.empty() ? std::string("sweep") : sweep.name);
 }
 
 bool text_points_at_gpu(const std::string& text) {
-  static const char* const patterns[] = {
-      "cuda error",          "cuda_error",        "cudaerror",      "cuda unknown error",
-      "illegal instruction", "illegal memory",    "illegal address", "device capability",
-      "out of memory",       "xid",               "nccl",           "cublas_status",
-      "device-side assert",  "no cuda gpus",      "cuda driver",    "ecc error",
-      "gpu has fallen off"};
+  static const char* const patterns[] = {"cuda error",
+                                         "cuda_error",
+                                         "cudaerror",
+                                         "cuda unknown error",
+                                         "illegal instruction",
+                                         "illegal memory",
+                                         "illegal address",
+                                         "device capability",
+                                         "out of memory",
+                                         "xid",
+                                         "nccl",
+                                         "cublas_status",
+                                         "device-side assert",
+                                         "no cuda gpus",
+                                         "cuda driver",
+                                         "ecc error",
+                                         "gpu has fallen off"};
   const std::string t = lower(text);
   for (const char* p : patterns)
-    if (t.find(p) != std::string::npos) return true;
+    if (t.find(p) != std::string::npos)
+      return true;
   return false;
 }
 
@@ -883,9 +952,11 @@ Expected<SweepOutcome> run_sweep(const Sweep& sweep, const Matrix& matrix,
   for (const auto& id : options.only) {
     bool found = false;
     for (const auto& ph : matrix.phases) {
-      if (ph.id == id) found = true;
+      if (ph.id == id)
+        found = true;
       for (const auto& c : ph.cells)
-        if (c.id == id) found = true;
+        if (c.id == id)
+          found = true;
     }
     if (!found)
       return Status(StatusCode::invalid_argument,
@@ -900,9 +971,11 @@ Expected<SweepOutcome> run_sweep(const Sweep& sweep, const Matrix& matrix,
     return Status(StatusCode::io_error, "cannot create " + dir.string() + ": " + ec.message(),
                   "choose a writable --results directory", "run_sweep");
   auto lock = DirLock::acquire(dir);
-  if (!lock) return lock.status();
+  if (!lock)
+    return lock.status();
   auto store = ResultStore::open(dir);
-  if (!store) return store.status();
+  if (!store)
+    return store.status();
   SweepRun run(sweep, matrix, options, std::move(*store));
   return run.run();
 }

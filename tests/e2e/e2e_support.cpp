@@ -34,20 +34,22 @@ fs::path write_sweep(const fs::path& dir, const SweepSpec& s) {
     << "\", --, \"{specbench}\", sim-server, --host, \"{host}\", --port, \"{port}\", --tp-size, "
        "\"{tp}\", --model-path, \"{model}\", --context-length, \"{context_length}\", "
        "--cost-fixed-us, \""
-    << s.cost_fixed_us
-    << "\", --cost-per-token-us, \"5\", --load-time-s, \"0.1\"]\n"
+    << s.cost_fixed_us << "\", --cost-per-token-us, \"5\", --load-time-s, \"0.1\"]\n"
     << "  method_args:\n"
     << "    linear: [--speculative-algorithm, DFLASH, --speculative-num-draft-tokens, "
        "\"{block}\"]\n"
     << "    tree: [--speculative-algorithm, DDTREE, --speculative-num-draft-tokens, \"{block}\", "
        "--speculative-ddtree-budget, \"{budget}\"]\n"
     << "phases:\n";
-  for (int tp : s.tps) y << "  - tp: " << tp << "\n";
+  for (int tp : s.tps)
+    y << "  - tp: " << tp << "\n";
   y << "methods:\n  - kind: autoregressive\n";
-  if (s.linear) y << "  - kind: linear\n    block: 8\n";
+  if (s.linear)
+    y << "  - kind: linear\n    block: 8\n";
   if (!s.budgets.empty()) {
     y << "  - kind: tree\n    block: 8\n    budgets: [";
-    for (size_t i = 0; i < s.budgets.size(); ++i) y << (i ? ", " : "") << s.budgets[i];
+    for (size_t i = 0; i < s.budgets.size(); ++i)
+      y << (i ? ", " : "") << s.budgets[i];
     y << "]\n";
   }
   y << "workloads:\n  - name: w\n    prompt_tokens: 16\n    max_new_tokens: " << s.max_new_tokens
@@ -64,18 +66,23 @@ std::vector<pid_t> find_processes(const std::vector<std::string>& needles) {
   std::vector<pid_t> found;
   for (const auto& e : fs::directory_iterator("/proc")) {
     const std::string name = e.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (name.find_first_not_of("0123456789") != std::string::npos)
+      continue;
     std::ifstream in(e.path() / "cmdline", std::ios::binary);
     std::vector<std::string> args;
-    for (std::string a; std::getline(in, a, '\0');) args.push_back(a);
-    if (args.empty()) continue; // zombie or kernel thread
+    for (std::string a; std::getline(in, a, '\0');)
+      args.push_back(a);
+    if (args.empty())
+      continue; // zombie or kernel thread
     bool all = true;
     for (const auto& n : needles) {
       bool any = false;
-      for (const auto& a : args) any |= a.find(n) != std::string::npos;
+      for (const auto& a : args)
+        any |= a.find(n) != std::string::npos;
       all &= any;
     }
-    if (all && std::stoi(name) != ::getpid()) found.push_back(std::stoi(name));
+    if (all && std::stoi(name) != ::getpid())
+      found.push_back(std::stoi(name));
   }
   return found;
 }
@@ -85,7 +92,8 @@ std::vector<pid_t> wait_no_processes(const std::vector<std::string>& needles,
   const auto end = std::chrono::steady_clock::now() + timeout;
   for (;;) {
     auto left = find_processes(needles);
-    if (left.empty() || std::chrono::steady_clock::now() > end) return left;
+    if (left.empty() || std::chrono::steady_clock::now() > end)
+      return left;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
 }
@@ -105,7 +113,8 @@ Child spawn_cli(const std::vector<std::string>& args, const fs::path& log_prefix
     // A fresh process group, so that a signal meant for the CLI reaches only what we send it to.
     ::setpgid(0, 0);
     std::vector<char*> a;
-    for (auto& s : argv) a.push_back(s.data());
+    for (auto& s : argv)
+      a.push_back(s.data());
     a.push_back(nullptr);
     ::execv(a[0], a.data());
     ::_exit(127);
@@ -121,8 +130,10 @@ int wait_child(Child& c, std::chrono::milliseconds timeout) {
     const pid_t r = ::waitpid(c.pid, &st, WNOHANG);
     if (r == c.pid) {
       c.pid = -1;
-      if (WIFEXITED(st)) return WEXITSTATUS(st);
-      if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
+      if (WIFEXITED(st))
+        return WEXITSTATUS(st);
+      if (WIFSIGNALED(st))
+        return 128 + WTERMSIG(st);
       return -1;
     }
     if (std::chrono::steady_clock::now() > end) {

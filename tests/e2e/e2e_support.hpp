@@ -12,8 +12,8 @@ namespace specbench::e2e {
 
 struct SweepSpec {
   std::string name = "e2e";
-  std::string marker;                 ///< unique model path: finds this test's servers in /proc
-  std::string faults;                 ///< "cell=fault;cell=fault"
+  std::string marker; ///< unique model path: finds this test's servers in /proc
+  std::string faults; ///< "cell=fault;cell=fault"
   std::vector<int> tps = {1};
   std::vector<int> budgets = {4, 8};
   bool linear = true;

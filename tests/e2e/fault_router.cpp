@@ -13,8 +13,10 @@ int main(int argc, char** argv) {
   int i = 1;
   for (; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--cell" && i + 1 < argc) cell = argv[++i];
-    else if (a == "--faults" && i + 1 < argc) faults = argv[++i];
+    if (a == "--cell" && i + 1 < argc)
+      cell = argv[++i];
+    else if (a == "--faults" && i + 1 < argc)
+      faults = argv[++i];
     else if (a == "--") {
       ++i;
       break;
@@ -37,7 +39,8 @@ int main(int argc, char** argv) {
     start = end + 1;
   }
   std::vector<char*> args;
-  for (auto& a : cmd) args.push_back(a.data());
+  for (auto& a : cmd)
+    args.push_back(a.data());
   args.push_back(nullptr);
   ::execv(args[0], args.data());
   std::perror("e2e_fault_router: execv");

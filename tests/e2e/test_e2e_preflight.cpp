@@ -38,7 +38,8 @@ TEST(E2E, FailingPreflightBlocksItsPhaseAndStartsNoServer) {
   o.preflight_template = machine.plan(1);
   std::vector<std::string> preflights;
   o.on_event = [&](const RunnerEvent& e) {
-    if (e.kind == RunnerEventKind::preflight_done) preflights.push_back(e.phase_id + ":" + e.status);
+    if (e.kind == RunnerEventKind::preflight_done)
+      preflights.push_back(e.phase_id + ":" + e.status);
   };
   auto out = run_sweep(*loaded.sweep, *matrix, o);
   ASSERT_TRUE(out) << out.status().to_string();

@@ -22,10 +22,13 @@ namespace {
 std::map<std::string, CellResult> results_of(const fs::path& dir) {
   auto store = ResultStore::open(dir);
   std::map<std::string, CellResult> out;
-  if (!store) return out;
+  if (!store)
+    return out;
   std::vector<std::string> problems;
-  for (auto& r : store->load_all(&problems)) out[r.cell_id] = r;
-  for (const auto& p : problems) ADD_FAILURE() << "unreadable result: " << p;
+  for (auto& r : store->load_all(&problems))
+    out[r.cell_id] = r;
+  for (const auto& p : problems)
+    ADD_FAILURE() << "unreadable result: " << p;
   return out;
 }
 
@@ -33,7 +36,8 @@ std::string describe(const std::map<std::string, CellResult>& rs) {
   std::string s;
   for (const auto& [id, r] : rs) {
     s += id + "=" + to_string(r.status);
-    if (r.failure) s += "(" + std::string(to_string(r.failure->stage)) + ": " + r.failure->reason + ")";
+    if (r.failure)
+      s += "(" + std::string(to_string(r.failure->stage)) + ": " + r.failure->reason + ")";
     s += "\n";
   }
   return s;
@@ -88,8 +92,10 @@ TEST(E2E, DemoSweepRunsEndToEndAndResumeSkipsEverything) {
     int lo = 1 << 30, hi = 0;
     for (const auto& c : p.cells)
       if (c.method.kind == MethodKind::tree && c.acceptance_length) {
-        if (c.method.budget < lo) lo = c.method.budget, smallest = c.acceptance_length;
-        if (c.method.budget > hi) hi = c.method.budget, largest = c.acceptance_length;
+        if (c.method.budget < lo)
+          lo = c.method.budget, smallest = c.acceptance_length;
+        if (c.method.budget > hi)
+          hi = c.method.budget, largest = c.acceptance_length;
       }
     ASSERT_TRUE(smallest && largest) << p.id;
     EXPECT_GT(*largest, *smallest) << p.id;
@@ -121,8 +127,8 @@ TEST(E2E, FaultsMidSweepEndInTheRightRecordsWhileOtherCellsComplete) {
   s.faults = "tp1-linear-k8=crash-after:4;tp1-ddtree-b16=fail-start;tp1-ddtree-b8=hang;"
              "tp1-ddtree-b4=hang-after:4";
   const auto file = write_sweep(dir, s);
-  auto child = spawn_cli({"run", file.string(), "--results", (dir / "results").string()},
-                         dir / "run");
+  auto child =
+      spawn_cli({"run", file.string(), "--results", (dir / "results").string()}, dir / "run");
   const int rc = wait_child(child, seconds(120));
   const auto err = read_file(dir / "run.err"), out = read_file(dir / "run.out");
   EXPECT_EQ(rc, 1) << err;
@@ -169,8 +175,8 @@ TEST(E2E, CrashAtATreeBudgetSkipsTheSmallerBudgets) {
   s.skip_rule = true;
   s.faults = "tp1-ddtree-b8=crash-after:3";
   const auto file = write_sweep(dir, s);
-  auto child = spawn_cli({"run", file.string(), "--results", (dir / "results").string()},
-                         dir / "run");
+  auto child =
+      spawn_cli({"run", file.string(), "--results", (dir / "results").string()}, dir / "run");
   EXPECT_EQ(wait_child(child, seconds(60)), 1) << read_file(dir / "run.err");
   const auto rs = results_of(dir / "results");
   ASSERT_EQ(rs.size(), 4u) << describe(rs);
@@ -207,21 +213,25 @@ TEST(E2E, SigintAndSigkillAtRandomPointsThenResumeFinishesEveryCellOnce) {
     ::kill(child.pid, kill9 ? SIGKILL : SIGINT);
     const int rc = wait_child(child, seconds(30));
     const auto err = read_file(dir / ("round" + std::to_string(round) + ".err"));
-    if (kill9) EXPECT_TRUE(rc == 128 + SIGKILL || rc == 0) << rc << err;
-    else EXPECT_TRUE(rc == 130 || rc == 0) << rc << err; // 0: it finished before the signal
+    if (kill9)
+      EXPECT_TRUE(rc == 128 + SIGKILL || rc == 0) << rc << err;
+    else
+      EXPECT_TRUE(rc == 130 || rc == 0) << rc << err; // 0: it finished before the signal
     // No server survives, not even after SIGKILL of specbench (parent-death signal).
     EXPECT_TRUE(wait_no_processes({s.marker}, seconds(4)).empty())
         << "server left behind after " << (kill9 ? "SIGKILL" : "SIGINT") << " in round " << round;
     // Every result on disk is whole.
     for (const auto& [id, r] : results_of(results))
-      if (r.status == CellStatus::interrupted) ++interrupted_cells_seen;
+      if (r.status == CellStatus::interrupted)
+        ++interrupted_cells_seen;
   }
   auto last = spawn_cli({"run", file.string(), "--results", results.string()}, dir / "final");
   const int rc = wait_child(last, seconds(90));
   ASSERT_EQ(rc, 0) << read_file(dir / "final.err");
   const auto rs = results_of(results);
   ASSERT_EQ(rs.size(), 5u) << describe(rs);
-  for (const auto& [id, r] : rs) EXPECT_EQ(r.status, CellStatus::ok) << id;
+  for (const auto& [id, r] : rs)
+    EXPECT_EQ(r.status, CellStatus::ok) << id;
   size_t files = 0;
   for (const auto& e : fs::directory_iterator(results / "cells")) {
     ++files;

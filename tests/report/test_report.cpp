@@ -29,8 +29,11 @@ CellResult cell(const std::string& phase, MethodKind kind, int block, int budget
   r.workload.name = workload;
   r.status = status;
   if (status != CellStatus::ok) {
-    r.failure = CellFailure{CellStage::measure, "server died: illegal instruction",
-                            "CUDA illegal instruction", "a\nb\nFATAL illegal instruction", true,
+    r.failure = CellFailure{CellStage::measure,
+                            "server died: illegal instruction",
+                            "CUDA illegal instruction",
+                            "a\nb\nFATAL illegal instruction",
+                            true,
                             true};
     run_tps.clear();
   }
@@ -65,7 +68,8 @@ std::vector<CellResult> sample() {
 const ReportCell* find(const Report& r, const std::string& id) {
   for (const auto& p : r.phases)
     for (const auto& c : p.cells)
-      if (c.cell_id == id) return &c;
+      if (c.cell_id == id)
+        return &c;
   return nullptr;
 }
 
@@ -139,8 +143,8 @@ TEST(Report, ManifestGivesOrderMissingCellsAndRejectsStaleOnes) {
   ManifestPhase p;
   p.id = "tp1";
   p.preflight = "passed";
-  p.cells.push_back({"tp1-autoregressive", "h-tp1-autoregressive", "autoregressive", "default",
-                     "ok", ""});
+  p.cells.push_back(
+      {"tp1-autoregressive", "h-tp1-autoregressive", "autoregressive", "default", "ok", ""});
   p.cells.push_back({"tp1-linear-k16", "other-hash", "linear-k16", "default", "ok", ""});
   p.cells.push_back({"tp1-ddtree-b64", "h", "ddtree-b64", "default", "pending", ""});
   m.phases.push_back(p);
@@ -173,7 +177,8 @@ TEST(Report, CsvHasOneRowPerCellAndQuotes) {
   const auto csv = report_csv(rep);
   std::istringstream in(csv);
   std::vector<std::string> lines;
-  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  for (std::string l; std::getline(in, l);)
+    lines.push_back(l);
   ASSERT_EQ(lines.size(), 1u + 7u);
   EXPECT_EQ(lines[0].rfind("phase,tp,cell,method", 0), 0u);
   const std::string header = lines[0];
@@ -200,18 +205,20 @@ TEST(Report, SvgPlotsMarkEveryKindOfCell) {
   const auto svg = report_svg(rep, PlotKind::speedup);
   EXPECT_EQ(svg.rfind("<svg", 0), 0u);
   EXPECT_NE(svg.find("</svg>"), std::string::npos);
-  EXPECT_NE(svg.find("linear k16"), std::string::npos);       // linear marked
+  EXPECT_NE(svg.find("linear k16"), std::string::npos);                // linear marked
   EXPECT_NE(svg.find("<title>tp1-autoregressive"), std::string::npos); // AR marked
-  EXPECT_NE(svg.find("b8 failed"), std::string::npos);         // failed budget marked
-  EXPECT_NE(svg.find(">tp4<"), std::string::npos);             // one line per phase in legend
+  EXPECT_NE(svg.find("b8 failed"), std::string::npos);                 // failed budget marked
+  EXPECT_NE(svg.find(">tp4<"), std::string::npos); // one line per phase in legend
   EXPECT_NE(svg.find("<polyline"), std::string::npos);
   const auto acc = report_svg(rep, PlotKind::acceptance_length);
   EXPECT_NE(acc.find("Acceptance length"), std::string::npos);
   EXPECT_NE(acc.find("<title>tp1-ddtree-b32: 5.000</title>"), std::string::npos);
   // Balanced tags: as many closing </text> as opening <text.
   size_t open = 0, close = 0;
-  for (size_t p = 0; (p = svg.find("<text", p)) != std::string::npos; ++p) ++open;
-  for (size_t p = 0; (p = svg.find("</text>", p)) != std::string::npos; ++p) ++close;
+  for (size_t p = 0; (p = svg.find("<text", p)) != std::string::npos; ++p)
+    ++open;
+  for (size_t p = 0; (p = svg.find("</text>", p)) != std::string::npos; ++p)
+    ++close;
   EXPECT_EQ(open, close);
   // An empty report still renders, saying there is nothing to plot.
   EXPECT_NE(report_svg(Report{}, PlotKind::speedup).find("no completed cells"), std::string::npos);
@@ -221,7 +228,8 @@ TEST(Report, WriteFilesAndLoadFromDirectory) {
   const auto dir = specbench::testing::make_temp_dir("report");
   auto store = ResultStore::open(dir);
   ASSERT_TRUE(store);
-  for (const auto& r : sample()) ASSERT_TRUE(store->commit(r));
+  for (const auto& r : sample())
+    ASSERT_TRUE(store->commit(r));
   auto rep = load_report(dir);
   ASSERT_TRUE(rep) << rep.status().to_string();
   EXPECT_EQ(rep->cell_count(), 7);
@@ -231,8 +239,8 @@ TEST(Report, WriteFilesAndLoadFromDirectory) {
     std::filesystem::copy(dir / "report", keep,
                           std::filesystem::copy_options::recursive |
                               std::filesystem::copy_options::overwrite_existing);
-  for (const auto& p : {files->markdown, files->csv, files->json, files->speedup_svg,
-                        files->acceptance_svg})
+  for (const auto& p :
+       {files->markdown, files->csv, files->json, files->speedup_svg, files->acceptance_svg})
     EXPECT_GT(std::filesystem::file_size(p), 100u) << p;
   EXPECT_FALSE(load_report(dir / "nope"));
 }

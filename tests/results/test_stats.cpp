@@ -43,7 +43,8 @@ RequestMetrics req(int run, int index, double start, double ttft, double e2e, in
   r.output_tokens = out;
   r.verify_steps = verify;
   r.ok = ok;
-  if (!ok) r.error = "boom";
+  if (!ok)
+    r.error = "boom";
   return r;
 }
 } // namespace
@@ -58,10 +59,9 @@ TEST(RequestMetrics, TpotExcludesFirstToken) {
 TEST(SummarizeRuns, ThroughputIsTokensOverRunWallTime) {
   // Run 0: two overlapping requests from t=0 to t=2 -> 30 tokens / 2 s.
   // Run 1: one request 1..3 ok (10 tokens), one failed (tokens ignored).
-  std::vector<RequestMetrics> reqs = {req(0, 0, 0.0, 0.1, 1.0, 10, 5),
-                                      req(0, 1, 0.5, 0.1, 1.5, 20, 4),
-                                      req(1, 0, 1.0, 0.1, 2.0, 10, -1),
-                                      req(1, 1, 1.0, 0.1, 0.5, 99, 1, false)};
+  std::vector<RequestMetrics> reqs = {
+      req(0, 0, 0.0, 0.1, 1.0, 10, 5), req(0, 1, 0.5, 0.1, 1.5, 20, 4),
+      req(1, 0, 1.0, 0.1, 2.0, 10, -1), req(1, 1, 1.0, 0.1, 0.5, 99, 1, false)};
   const auto runs = summarize_runs(reqs, 3);
   ASSERT_EQ(runs.size(), 3u);
   EXPECT_EQ(runs[0].requests, 2);

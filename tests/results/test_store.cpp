@@ -44,7 +44,8 @@ CellResult sample_result(const std::string& id, int requests = 3) {
     q.run = 0;
     q.index = i;
     q.ok = i != 1;
-    if (!q.ok) q.error = "http 500";
+    if (!q.ok)
+      q.error = "http 500";
     q.output_tokens = 32;
     q.ttft_s = 0.01 * (i + 1);
     q.e2e_s = 0.5 + i;
@@ -63,7 +64,7 @@ TEST(CellResultJson, RoundTripKeepsEverything) {
   auto r = sample_result("tp1-ddtree-b12");
   r.status = CellStatus::failed;
   r.failure = CellFailure{CellStage::measure, "server died", "CUDA illegal instruction",
-                          "line1\nline2", true, true};
+                          "line1\nline2",     true,          true};
   const auto text = to_json(r);
   auto back = cell_result_from_json(text);
   ASSERT_TRUE(back) << back.status().to_string();
@@ -106,7 +107,8 @@ TEST(ResultStore, CommitLoadAndMoveAside) {
   ASSERT_TRUE(store->commit(sample_result("tp1-autoregressive")));
   ASSERT_TRUE(store->commit(sample_result("tp1-linear-k16")));
   { std::ofstream(store->log_path("tp1-linear-k16")) << "log\n"; }
-  EXPECT_EQ(store->stored_ids(), (std::vector<std::string>{"tp1-autoregressive", "tp1-linear-k16"}));
+  EXPECT_EQ(store->stored_ids(),
+            (std::vector<std::string>{"tp1-autoregressive", "tp1-linear-k16"}));
   auto batch = stale_batch_name(dir, "config-changed");
   auto moved = store->move_aside("tp1-linear-k16", batch);
   ASSERT_TRUE(moved) << moved.status().to_string();
@@ -177,7 +179,8 @@ TEST(ResultStore, SigkillDuringWritesNeverCorruptsAFinishedResult) {
     ASSERT_GE(pid, 0);
     if (pid == 0) {
       auto store = ResultStore::open(dir);
-      for (int i = 0;; ++i) (void)store->commit(sample_result("cell", 200 + (i % 50)));
+      for (int i = 0;; ++i)
+        (void)store->commit(sample_result("cell", 200 + (i % 50)));
     }
     ::usleep(std::uniform_int_distribution<int>(2000, 40000)(rng));
     ::kill(pid, SIGKILL);

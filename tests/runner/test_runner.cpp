@@ -29,16 +29,18 @@ Sweep small_sweep(int max_new_tokens = 16, std::vector<int> budgets = {4}) {
   s.server.readiness_timeout_s = 10;
   s.server.request_timeout_s = 5;
   s.server.stop_grace_s = 3;
-  s.server.launch = {"{specbench}", "sim-server", "--host", "{host}", "--port", "{port}",
-                     "--model-path", "{model}", "--cost-fixed-us", "200", "--load-time-s", "0.05"};
-  s.server.method_args["tree"] = {"--speculative-algorithm", "DDTREE",
+  s.server.launch = {"{specbench}",     "sim-server", "--host",        "{host}",
+                     "--port",          "{port}",     "--model-path",  "{model}",
+                     "--cost-fixed-us", "200",        "--load-time-s", "0.05"};
+  s.server.method_args["tree"] = {"--speculative-algorithm",        "DDTREE",
                                   "--speculative-num-draft-tokens", "{block}",
-                                  "--speculative-ddtree-budget", "{budget}"};
+                                  "--speculative-ddtree-budget",    "{budget}"};
   PhaseSpec p;
   p.tp = 1;
   s.phases = {p};
   s.methods.push_back(Method{MethodKind::autoregressive, 0, 0});
-  for (int b : budgets) s.methods.push_back(Method{MethodKind::tree, 8, b});
+  for (int b : budgets)
+    s.methods.push_back(Method{MethodKind::tree, 8, b});
   Workload w;
   w.name = "w";
   w.prompt_tokens = 8;
@@ -70,8 +72,8 @@ RunnerOptions options(const fs::path& dir) {
 size_t count_files(const fs::path& dir) {
   size_t n = 0;
   std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(dir, ec); it != fs::recursive_directory_iterator();
-       ++it)
+  for (auto it = fs::recursive_directory_iterator(dir, ec);
+       it != fs::recursive_directory_iterator(); ++it)
     n += it->is_regular_file() ? 1 : 0;
   return n;
 }
@@ -80,7 +82,8 @@ size_t count_files(const fs::path& dir) {
 
 TEST(Runner, ValidatesTheSweepBuiltInCode) {
   const auto diags = validate_sweep(small_sweep());
-  for (const auto& d : diags) EXPECT_NE(d.severity, Severity::error) << d.to_string();
+  for (const auto& d : diags)
+    EXPECT_NE(d.severity, Severity::error) << d.to_string();
 }
 
 TEST(Runner, ResumeSkipsCompleteCellsAndConfigChangeMovesResultsAside) {
@@ -222,7 +225,8 @@ TEST(Runner, StopRequestInterruptsTheCellInFlightAndKeepsFinishedOnes) {
 }
 
 TEST(Runner, TextPointsAtGpu) {
-  EXPECT_TRUE(text_points_at_gpu("RuntimeError: CUDA error: an illegal instruction was encountered"));
+  EXPECT_TRUE(
+      text_points_at_gpu("RuntimeError: CUDA error: an illegal instruction was encountered"));
   EXPECT_TRUE(text_points_at_gpu("Failed to get device capability: CUDA unknown error"));
   EXPECT_TRUE(text_points_at_gpu("torch.OutOfMemoryError: CUDA out of memory"));
   EXPECT_TRUE(text_points_at_gpu("NCCL WARN Cuda failure"));
