@@ -446,7 +446,7 @@ TEST(PreflightCli, HumanTableAndExitCodes) {
   auto res = testing::run_cli(
       {testing::cli_path().string(), "preflight", "--root", m.root.string(), "--alloc-mib", "2"},
       env);
-  EXPECT_EQ(res.exit_code, build_info::cuda_compiled ? 0 : 0) << res.out;
+  EXPECT_EQ(res.exit_code, 0) << res.out; // without CUDA compiled in, the kernel check only warns
   EXPECT_THAT(res.out, HasSubstr("cuda.init"));
   EXPECT_THAT(res.out, HasSubstr("verdict:"));
   EXPECT_EQ(res.out.find("\033["), std::string::npos) << "no colour when stdout is a pipe";
