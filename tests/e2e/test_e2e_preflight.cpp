@@ -27,6 +27,9 @@ TEST(E2E, FailingPreflightBlocksItsPhaseAndStartsNoServer) {
   s.budgets = {8};
   s.preflight = true;
   s.runs = 1;
+  // A GPU-looking crash in TP1 (illegal instruction in the log) makes the runner check the GPUs
+  // again before the next cell.
+  s.faults = "tp1-ddtree-b8=crash-after:2";
   const auto file = write_sweep(dir, s);
   const auto loaded = load_sweep_file(file);
   ASSERT_TRUE(loaded.ok());
@@ -44,18 +47,22 @@ TEST(E2E, FailingPreflightBlocksItsPhaseAndStartsNoServer) {
   auto out = run_sweep(*loaded.sweep, *matrix, o);
   ASSERT_TRUE(out) << out.status().to_string();
   EXPECT_EQ(out->exit_code(), 1);
-  EXPECT_EQ(out->ok, 2);
+  EXPECT_EQ(out->ok, 1);
+  EXPECT_EQ(out->failed, 1);
   EXPECT_EQ(out->blocked, 2);
-  EXPECT_EQ(preflights, (std::vector<std::string>{"tp1:passed", "tp2:failed"}));
+  EXPECT_EQ(preflights, (std::vector<std::string>{"tp1:passed", "tp1:passed", "tp2:failed"}));
 
   auto store = ResultStore::open(o.results_dir);
   ASSERT_TRUE(store);
-  for (const char* id : {"tp1-autoregressive", "tp1-ddtree-b8"}) {
-    auto r = store->load(id);
-    ASSERT_TRUE(r);
-    EXPECT_EQ(r->status, CellStatus::ok) << id;
-    EXPECT_NE(r->provenance.preflight_json.find("\"checks\""), std::string::npos);
-  }
+  auto ar = store->load("tp1-autoregressive");
+  ASSERT_TRUE(ar);
+  EXPECT_EQ(ar->status, CellStatus::ok);
+  EXPECT_NE(ar->provenance.preflight_json.find("\"checks\""), std::string::npos);
+  auto crashed = store->load("tp1-ddtree-b8");
+  ASSERT_TRUE(crashed);
+  EXPECT_EQ(crashed->status, CellStatus::failed);
+  ASSERT_TRUE(crashed->failure);
+  EXPECT_TRUE(crashed->failure->points_at_gpu);
   for (const char* id : {"tp2-autoregressive", "tp2-ddtree-b8"}) {
     auto r = store->load(id);
     ASSERT_TRUE(r);
@@ -73,4 +80,21 @@ TEST(E2E, FailingPreflightBlocksItsPhaseAndStartsNoServer) {
   EXPECT_EQ(m->phases.at(1).preflight, "failed");
   EXPECT_FALSE(m->phases.at(1).preflight_json.empty());
   EXPECT_TRUE(wait_no_processes({s.marker}, std::chrono::seconds(3)).empty());
+}
+
+TEST(E2E, RunExitsTwoWhenItCannotRun) {
+  const auto dir = specbench::testing::make_temp_dir("e2e-cannot");
+  auto missing = spawn_cli({"run", (dir / "nope.yaml").string()}, dir / "missing");
+  EXPECT_EQ(wait_child(missing, std::chrono::seconds(20)), 2);
+  SweepSpec s;
+  s.name = "only";
+  s.marker = unique_marker("e2e-only");
+  const auto file = write_sweep(dir, s);
+  auto bad_only = spawn_cli({"run", file.string(), "--results", (dir / "r").string(), "--only",
+                             "tp9-nothing"},
+                            dir / "only");
+  EXPECT_EQ(wait_child(bad_only, std::chrono::seconds(20)), 2);
+  EXPECT_NE(read_file(dir / "only.err").find("matches no cell"), std::string::npos);
+  auto no_results = spawn_cli({"report", (dir / "empty").string()}, dir / "report");
+  EXPECT_EQ(wait_child(no_results, std::chrono::seconds(20)), 2);
 }
