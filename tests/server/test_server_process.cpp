@@ -290,6 +290,59 @@ TEST(ServerProcessStop, SigintToTheDriverKillsItsServers) {
   EXPECT_TRUE(wait_gone(pg, 3)) << "server group " << pg << " survived its driver";
 }
 
+TEST(ServerProcessStop, SigkillOfTheDriverTakesTheServerAlong) {
+  // SIGKILL cannot be handled: PR_SET_PDEATHSIG is what takes the server down with its driver.
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const auto log = sbt::make_temp_dir("server") / "sigkill.log";
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::close(fds[0]);
+    ServerProcess p;
+    LaunchSpec s;
+    s.argv = {"/bin/sleep", "30"};
+    s.log_file = log;
+    if (!p.start(s))
+      ::_exit(10);
+    const pid_t pg = p.pid();
+    [[maybe_unused]] ssize_t w = ::write(fds[1], &pg, sizeof pg);
+    for (;;)
+      ::pause();
+  }
+  ::close(fds[1]);
+  pid_t pg = 0;
+  ASSERT_EQ(::read(fds[0], &pg, sizeof pg), static_cast<ssize_t>(sizeof pg));
+  ::close(fds[0]);
+  EXPECT_TRUE(group_exists(pg));
+  ::kill(child, SIGKILL);
+  int st = 0;
+  ASSERT_EQ(::waitpid(child, &st, 0), child);
+  EXPECT_TRUE(wait_gone(pg, 3)) << "server " << pg << " outlived a SIGKILLed driver";
+}
+
+TEST(ServerProcessStart, EnvironmentWorkingDirectoryAndLog) {
+  const auto dir = sbt::make_temp_dir("server");
+  ServerProcess p;
+  LaunchSpec s;
+  s.argv = {"/bin/sh", "-c", "echo FOO=$FOO PORT_ARG=$0; pwd", "x{port}y"};
+  s.env = {{"FOO", "bar baz"}};
+  s.working_dir = dir;
+  s.port = 4242;                         // fixed by the sweep: used as given
+  s.log_file = dir / "logs" / "env.log"; // parent directory created
+  ASSERT_TRUE(p.start(s).is_ok());
+  EXPECT_EQ(p.port(), 4242);
+  EXPECT_EQ(p.argv()[3], "x4242y");
+  for (int i = 0; i < 100 && p.alive(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_TRUE(p.exit_info().has_value());
+  EXPECT_EQ(p.exit_info()->exit_code.value_or(-1), 0);
+  const std::string log = joined(p.log_tail(10));
+  EXPECT_NE(log.find("FOO=bar baz PORT_ARG=x4242y"), std::string::npos) << log;
+  EXPECT_NE(log.find(std::filesystem::canonical(dir).string()), std::string::npos) << log;
+  EXPECT_NE(log.find("[specbench"), std::string::npos); // our banner before the server's output
+}
+
 TEST(Ports, FreePortChooserGivesBindablePorts) {
   auto a = choose_free_port();
   ASSERT_TRUE(a.has_value());
