@@ -265,7 +265,7 @@ void run_host_layer(Run& run) {
       host.nvidiactl_problem = "/dev/nvidiactl cannot be opened: " + ctl.open_error;
     host.nvidiactl_ok = host.nvidiactl_problem.empty();
     c.facts.emplace_back("nvidiactl", host.nvidiactl_ok ? "ok" : host.nvidiactl_problem);
-    std::string listed;
+    std::string listed, bad_nodes;
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(run.path("/dev"), ec)) {
       const std::string name = e.path().filename().string();
@@ -275,7 +275,19 @@ void run_host_layer(Run& run) {
       if (digits.find_first_not_of("0123456789") != std::string::npos)
         continue;
       const auto st = inspect_node(e.path().string());
-      if (st.is_char)
+      if (!st.is_char) {
+        bad_nodes +=
+            (bad_nodes.empty() ? "" : "; ") + ("/dev/" + name) + " is not a character device";
+        continue;
+      }
+      if (st.major != nv_major)
+        bad_nodes += (bad_nodes.empty() ? "" : "; ") + ("/dev/" + name) + " has major " +
+                     std::to_string(st.major) + ", the nvidia driver has " +
+                     std::to_string(nv_major);
+      else if (!st.opens)
+        bad_nodes += (bad_nodes.empty() ? "" : "; ") + ("/dev/" + name) +
+                     " cannot be opened: " + st.open_error;
+      else
         host.gpu_node_minors.push_back(std::stoi(digits));
     }
     std::sort(host.gpu_node_minors.begin(), host.gpu_node_minors.end());
@@ -294,9 +306,19 @@ void run_host_layer(Run& run) {
                        "lxc.mount.entry + lxc.cgroup2.devices.allow c 195:* rwm; Docker: --gpus)"
                      : "load the driver (modprobe nvidia, or nvidia-smi as root creates the "
                        "nodes)";
+    } else if (!bad_nodes.empty()) {
+      c.status = CheckStatus::fail;
+      c.facts.emplace_back("bad_nodes", bad_nodes);
+      c.summary = bad_nodes;
+      c.diagnosis = "a GPU device node is stale or blocked: NVML and CUDA cannot use that GPU "
+                    "(EPERM/EACCES: a cgroup device rule; another major: a node left from "
+                    "another driver or a bind mount of the wrong file)";
+      c.remedy = host.in_container ? "restart the container with the host's current /dev/nvidia* "
+                                     "nodes and allow c 195:* rwm in its device rules"
+                                   : "recreate the nodes (nvidia-modprobe -c N) as root";
     } else {
       c.summary = "/dev/nvidiactl and " + std::to_string(host.gpu_node_minors.size()) +
-                  " GPU node(s) present";
+                  " GPU node(s) present, right major, open";
     }
     add_check(run, std::move(c), t0);
   }

@@ -219,6 +219,19 @@ TEST(PreflightFakes, NvmlAndCudaCountsDisagree) {
   EXPECT_STREQ(r.verdict(), "warn");
 }
 
+TEST(PreflightFakes, GpuNodeWithForeignMajorIsReported) {
+  FakeMachine m("bad-node");
+  m.healthy(2);
+  std::filesystem::remove(m.root / "dev/nvidia1");
+  std::filesystem::create_symlink("/dev/tty", m.root / "dev/nvidia1"); // character device 5:0
+  const PreflightReport r = run_preflight(m.plan(1));
+  const CheckResult& n = check(r, "host.device_nodes");
+  EXPECT_EQ(n.status, CheckStatus::fail);
+  EXPECT_THAT(n.summary, HasSubstr("/dev/nvidia1 has major 5, the nvidia driver has 1"));
+  // Evidence only: NVML and CUDA still ran.
+  EXPECT_EQ(check(r, "cuda.init").status, CheckStatus::pass);
+}
+
 TEST(PreflightFakes, VisibilityVariableExplainsFewerCudaDevices) {
   FakeMachine m("visible");
   m.healthy(8);
