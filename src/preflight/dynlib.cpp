@@ -12,6 +12,7 @@ DynLib& DynLib::operator=(DynLib&& o) noexcept {
       ::dlclose(handle_);
     handle_ = o.handle_;
     path_ = std::move(o.path_);
+    opened_as_ = std::move(o.opened_as_);
     error_ = std::move(o.error_);
     o.handle_ = nullptr;
   }
@@ -28,13 +29,11 @@ void* DynLib::symbol(const char* name) const noexcept {
 }
 
 namespace {
-std::string loaded_path(void* handle) {
+std::string opened_path(void* handle) {
   struct link_map* map = nullptr;
   if (::dlinfo(handle, RTLD_DI_LINKMAP, &map) != 0 || map == nullptr || map->l_name == nullptr)
     return {};
-  std::error_code ec;
-  auto canonical = std::filesystem::canonical(map->l_name, ec);
-  return ec ? std::string(map->l_name) : canonical.string();
+  return map->l_name;
 }
 } // namespace
 
@@ -51,9 +50,12 @@ DynLib DynLib::open(const std::vector<std::string>& names, const std::vector<std
       return false;
     }
     lib.handle_ = h;
-    lib.path_ = loaded_path(h);
-    if (lib.path_.empty())
-      lib.path_ = what;
+    lib.opened_as_ = opened_path(h);
+    if (lib.opened_as_.empty())
+      lib.opened_as_ = what;
+    std::error_code ec;
+    const auto canonical = std::filesystem::canonical(lib.opened_as_, ec);
+    lib.path_ = ec ? lib.opened_as_ : canonical.string();
     lib.error_.clear();
     return true;
   };

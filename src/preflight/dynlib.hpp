@@ -19,6 +19,8 @@ public:
   bool loaded() const noexcept { return handle_ != nullptr; }
   /// Absolute path of the file that was loaded ("" if not loaded).
   const std::string& path() const noexcept { return path_; }
+  /// The path the loader opened before resolving links (e.g. .../stubs/libcuda.so.1).
+  const std::string& opened_as() const noexcept { return opened_as_; }
   /// dlerror() text of the last failed attempt.
   const std::string& error() const noexcept { return error_; }
   /// Address of `name`, nullptr when the library lacks it (a missing symbol = "not supported").
@@ -35,6 +37,7 @@ public:
 private:
   void* handle_ = nullptr;
   std::string path_;
+  std::string opened_as_;
   std::string error_;
 };
 

@@ -140,8 +140,14 @@ bool Probe::load_driver() {
     return false;
   }
   s.fact("path", lib_.path());
-  const bool stub = lib_.path().find("/stubs/") != std::string::npos;
-  const bool compat = lib_.path().find("/compat/") != std::string::npos;
+  if (lib_.opened_as() != lib_.path())
+    s.fact("opened_as", lib_.opened_as());
+  const auto has = [&](const char* part) {
+    return lib_.path().find(part) != std::string::npos ||
+           lib_.opened_as().find(part) != std::string::npos;
+  };
+  const bool stub = has("/stubs/");
+  const bool compat = has("/compat/");
   s.fact("stub", stub ? "yes" : "no");
   s.fact("compat", compat ? "yes" : "no");
   const std::string missing = api_.resolve(lib_);

@@ -226,10 +226,13 @@ void run_probe_layers(Run& run) {
       for (auto& [k, v] : ev["facts"].items())
         c.facts.emplace_back(k, v.is_string() ? v.get<std::string>() : v.dump());
     if (c.id == "cuda.load")
-      libcuda_path = fact(c, "path");
+      libcuda_path =
+          fact(c, "path") +
+          (fact(c, "opened_as").empty() ? "" : " (opened as " + fact(c, "opened_as") + ")");
     report.checks.push_back(std::move(c));
   }
-  report.host.libcuda_path = libcuda_path;
+  if (const auto* load = report.find("cuda.load"))
+    report.host.libcuda_path = fact(*load, "path");
   if (out.timed_out) {
     auto c = make_check(out.hung_step, layer_of(out.hung_step), out.hung_gpu);
     c.status = CheckStatus::fail;

@@ -232,6 +232,44 @@ TEST(PreflightFakes, GpuNodeWithForeignMajorIsReported) {
   EXPECT_EQ(check(r, "cuda.init").status, CheckStatus::pass);
 }
 
+TEST(PreflightFakes, StubLibcudaIs34AndNamed) {
+  FakeMachine m("stub");
+  m.healthy(1);
+  std::filesystem::create_directories(m.root / "cuda/lib64/stubs");
+  std::filesystem::create_symlink(testing::fake_driver_dir() + "/libcuda.so.1",
+                                  m.root / "cuda/lib64/stubs/libcuda.so.1");
+  m.set("FAKE_CUDA_INIT_RESULT", "34");
+  PreflightPlan plan = m.plan(1);
+  plan.libraries["cuda"] = (m.root / "cuda/lib64/stubs/libcuda.so.1").string();
+  const PreflightReport r = run_preflight(plan);
+  EXPECT_FALSE(check(r, "cuda.load").facts.empty());
+  bool stub_fact = false;
+  for (const auto& [k, v] : check(r, "cuda.load").facts)
+    stub_fact |= k == "stub" && v == "yes";
+  EXPECT_TRUE(stub_fact);
+  const CheckResult& init = check(r, "cuda.init");
+  EXPECT_EQ(init.cuda_error, 34);
+  EXPECT_THAT(init.diagnosis, HasSubstr("stub"));
+  EXPECT_THAT(init.diagnosis, HasSubstr("/stubs/libcuda.so.1"));
+  EXPECT_THAT(init.remedy, HasSubstr("LD_LIBRARY_PATH"));
+}
+
+TEST(PreflightFakes, CompatLibrariesOnUnsupportedGpuAre804) {
+  FakeMachine m("compat");
+  m.healthy(1);
+  std::filesystem::create_directories(m.root / "usr/local/cuda/compat");
+  std::filesystem::create_symlink(testing::fake_driver_dir() + "/libcuda.so.1",
+                                  m.root / "usr/local/cuda/compat/libcuda.so.1");
+  m.set("FAKE_CUDA_INIT_RESULT", "804");
+  PreflightPlan plan = m.plan(1);
+  plan.libraries["cuda"] = (m.root / "usr/local/cuda/compat/libcuda.so.1").string();
+  const PreflightReport r = run_preflight(plan);
+  const CheckResult& init = check(r, "cuda.init");
+  EXPECT_EQ(init.cuda_error, 804);
+  EXPECT_THAT(init.diagnosis, HasSubstr("forward-compatibility directory"));
+  EXPECT_THAT(init.remedy, HasSubstr("compat"));
+}
+
 TEST(PreflightFakes, VisibilityVariableExplainsFewerCudaDevices) {
   FakeMachine m("visible");
   m.healthy(8);
