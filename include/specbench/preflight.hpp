@@ -92,6 +92,7 @@ struct HostFacts {
 
 /// Time limits of the parts that can hang. A child past its limit is killed, never waited for.
 struct PreflightTimeouts {
+  std::chrono::milliseconds nvml{10000};         ///< the whole NVML (driver) layer
   std::chrono::milliseconds cuda_init{15000};    ///< cuInit + count + versions
   std::chrono::milliseconds compute{30000};      ///< per GPU: context .. bandwidth
   std::chrono::milliseconds interconnect{60000}; ///< peer access, P2P copy, NCCL

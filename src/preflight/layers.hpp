@@ -5,6 +5,7 @@
 #include "specbench/preflight.hpp"
 
 #include <chrono>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,8 @@ struct NvmlGpu {
   std::vector<std::pair<unsigned, unsigned long long>> processes; ///< pid, bytes
 };
 
+struct NvmlApi; // the resolved NVML entry points (nvml.cpp)
+
 /// What the driver (NVML) layer saw.
 struct NvmlEvidence {
   bool loaded = false;
@@ -51,7 +54,9 @@ struct NvmlEvidence {
   int cuda_driver_version = 0;
   int count = -1;
   std::vector<NvmlGpu> gpus;
-  DynLib lib; ///< kept open to re-check devices after the CUDA layers
+  DynLib lib;                   ///< kept open to re-check devices after the CUDA layers
+  std::shared_ptr<NvmlApi> api; ///< entry points resolved from `lib`
+  bool hung = false;            ///< NVML did not answer within its limit
 };
 
 /// State of one preflight run.
@@ -73,6 +78,9 @@ void add_check(Run& run, CheckResult c, std::chrono::steady_clock::time_point t0
 
 void run_host_layer(Run& run);
 void run_driver_layer(Run& run);
+/// run_driver_layer in a thread of its own, abandoned (and reported) when NVML does not answer
+/// within plan.timeouts.nvml: a wedged driver can hang NVML calls too.
+void run_driver_layer_bounded(Run& run);
 /// Re-reads one GPU from NVML by PCI bus id after a CUDA failure: returns the NVML error name
 /// ("" = the GPU still answers normally).
 std::string nvml_recheck(Run& run, const std::string& pci_bus_id);

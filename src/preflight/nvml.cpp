@@ -3,7 +3,10 @@
 // supported by this driver", never a failure to start.
 #include "preflight/layers.hpp"
 
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
+#include <thread>
 
 namespace specbench::preflight {
 namespace {
@@ -80,7 +83,9 @@ std::string rc_text(int rc) {
   return std::string(nvml_name(rc)) + " (" + std::to_string(rc) + ")";
 }
 
-struct Api {
+} // namespace
+
+struct NvmlApi {
   nvmlReturn_t (*init)() = nullptr;
   nvmlReturn_t (*shutdown)() = nullptr;
   nvmlReturn_t (*driver_version)(char*, unsigned) = nullptr;
@@ -135,9 +140,12 @@ struct Api {
   }
 };
 
-Api& api_of(Run&) {
-  static thread_local Api api;
-  return api;
+namespace {
+
+NvmlApi& api_of(Run& run) {
+  if (!run.nvml.api)
+    run.nvml.api = std::make_shared<NvmlApi>();
+  return *run.nvml.api;
 }
 
 std::string mib(unsigned long long b) {
@@ -149,7 +157,7 @@ std::string mib(unsigned long long b) {
 void run_driver_layer(Run& run) {
   auto& ev = run.nvml;
   auto& api = api_of(run);
-  api = Api{};
+  api = NvmlApi{};
   std::vector<std::string> dirs = run.plan.library_path;
   const auto lib_override = [&](const char* key) {
     auto it = run.plan.libraries.find(key);
@@ -445,6 +453,51 @@ void run_driver_layer(Run& run) {
   }
 }
 
+void run_driver_layer_bounded(Run& run) {
+  struct Job {
+    PreflightPlan plan;
+    PreflightReport report;
+    std::unique_ptr<Run> run;
+    std::mutex mutex;
+    std::condition_variable cv;
+    bool done = false;
+  };
+  auto job = std::make_shared<Job>();
+  job->plan = run.plan;
+  job->run = std::make_unique<Run>(Run{job->plan, job->report, run.host, {}});
+  const auto t0 = Clock::now();
+  // The job is shared with the thread: if NVML never returns, the thread and what it holds are
+  // abandoned, not destroyed under it.
+  std::thread([job] {
+    run_driver_layer(*job->run);
+    std::lock_guard<std::mutex> lock(job->mutex);
+    job->done = true;
+    job->cv.notify_all();
+  }).detach();
+  std::unique_lock<std::mutex> lock(job->mutex);
+  if (job->cv.wait_for(lock, run.plan.timeouts.nvml, [&] { return job->done; })) {
+    for (auto& c : job->report.checks)
+      run.report.checks.push_back(std::move(c));
+    run.nvml = std::move(job->run->nvml);
+    run.report.host.driver_version = job->report.host.driver_version;
+    run.report.host.nvml_device_count = job->report.host.nvml_device_count;
+    run.report.host.libnvidia_ml_path = job->report.host.libnvidia_ml_path;
+    return;
+  }
+  run.nvml.hung = true;
+  auto c = make_check("driver.nvml", PreflightLayer::driver);
+  c.status = CheckStatus::fail;
+  const auto limit_s = std::chrono::duration<double>(run.plan.timeouts.nvml).count();
+  c.summary = "NVML did not answer within " + std::to_string(static_cast<int>(limit_s)) +
+              " s (a call is stuck in the driver); it was abandoned";
+  c.facts.emplace_back("limit_ms", std::to_string(run.plan.timeouts.nvml.count()));
+  c.diagnosis = "the NVIDIA driver hangs in NVML, as nvidia-smi would: a GPU in a bad state "
+                "(fallen off the bus, Xid storm, pending reset) or a driver stuck in the kernel";
+  c.remedy = "check dmesg for NVRM/Xid messages on the host; reset the GPU or reboot; do not "
+             "start benchmarks until nvidia-smi answers promptly";
+  add_check(run, std::move(c), t0);
+}
+
 std::string nvml_recheck(Run& run, const std::string& pci_bus_id) {
   auto& api = api_of(run);
   if (!run.nvml.loaded || run.nvml.init_rc != 0 || !api.by_pci)
@@ -469,7 +522,7 @@ void nvml_close(Run& run) {
   if (run.nvml.loaded && run.nvml.init_rc == 0 && api.shutdown)
     api.shutdown();
   run.nvml.lib = DynLib{};
-  api = Api{};
+  api = NvmlApi{};
 }
 
 } // namespace specbench::preflight

@@ -569,8 +569,8 @@ Status validate_plan(const PreflightPlan& plan) {
   if (plan.allocation_bytes < (1u << 20))
     return {StatusCode::invalid_argument, "allocation size below 1 MiB",
             "use at least 1 MiB for the compute test", "preflight plan"};
-  if (plan.timeouts.cuda_init.count() <= 0 || plan.timeouts.compute.count() <= 0 ||
-      plan.timeouts.interconnect.count() <= 0)
+  if (plan.timeouts.nvml.count() <= 0 || plan.timeouts.cuda_init.count() <= 0 ||
+      plan.timeouts.compute.count() <= 0 || plan.timeouts.interconnect.count() <= 0)
     return {StatusCode::invalid_argument, "timeouts must be positive", "", "preflight plan"};
   return {};
 }
@@ -597,7 +597,7 @@ PreflightReport run_preflight(const PreflightPlan& plan) {
         std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   };
   timed(PreflightLayer::host, [&] { run_host_layer(run); });
-  timed(PreflightLayer::driver, [&] { run_driver_layer(run); });
+  timed(PreflightLayer::driver, [&] { run_driver_layer_bounded(run); });
   const auto t_probe = Clock::now();
   run_probe_layers(run);
   const double probe_ms = std::chrono::duration<double, std::milli>(Clock::now() - t_probe).count();

@@ -131,7 +131,8 @@ std::string PreflightReport::to_json(int indent) const {
                {"bandwidth", plan.bandwidth},
                {"nccl", plan.nccl},
                {"timeouts_ms",
-                {{"cuda_init", plan.timeouts.cuda_init.count()},
+                {{"nvml", plan.timeouts.nvml.count()},
+                 {"cuda_init", plan.timeouts.cuda_init.count()},
                  {"compute", plan.timeouts.compute.count()},
                  {"interconnect", plan.timeouts.interconnect.count()}}}};
   j["planned_gpus"] = planned_gpus;

@@ -201,6 +201,25 @@ TEST(PreflightFakes, HangingCuInitIsKilledNotWaitedFor) {
   EXPECT_EQ(exit_code(r), 1);
 }
 
+TEST(PreflightFakes, HangingNvmlIsAbandonedAndCudaStillChecked) {
+  FakeMachine m("nvml-hang");
+  m.healthy(1);
+  m.set("FAKE_NVML_INIT_HANG", "1");
+  PreflightPlan plan = m.plan(1);
+  plan.timeouts.nvml = std::chrono::milliseconds(500);
+  const auto t0 = std::chrono::steady_clock::now();
+  const PreflightReport r = run_preflight(plan);
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(ms, 4000.0);
+  const CheckResult& nvml = check(r, "driver.nvml");
+  EXPECT_EQ(nvml.status, CheckStatus::fail);
+  EXPECT_THAT(nvml.summary, HasSubstr("NVML did not answer"));
+  EXPECT_THAT(nvml.diagnosis, HasSubstr("hangs in NVML"));
+  EXPECT_EQ(check(r, "cuda.init").status, CheckStatus::pass);
+  EXPECT_EQ(exit_code(r), 1);
+}
+
 TEST(PreflightFakes, NvmlAndCudaCountsDisagree) {
   FakeMachine m("counts");
   m.driver_loaded();

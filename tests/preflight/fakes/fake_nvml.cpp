@@ -4,6 +4,7 @@
 #include "fake_common.hpp"
 
 #include <cstring>
+#include <unistd.h>
 
 extern "C" {
 struct nvmlDevice_st {
@@ -22,6 +23,9 @@ static bool lost(nvmlDevice_st* d) {
 }
 
 int nvmlInit_v2() {
+  if (fake::env_int("FAKE_NVML_INIT_HANG", 0))
+    for (;;)
+      ::pause(); // a driver that never answers
   return fake::env_int("FAKE_NVML_INIT_RESULT", 0);
 }
 int nvmlShutdown() {
