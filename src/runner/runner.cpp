@@ -421,12 +421,22 @@ void SweepRun::build_manifest() {
   write_manifest();
 }
 
+// A hub id ("org/name") is the server's to download, so only local paths are checked. A path
+// that is absolute or relative-explicit is checked even when it is gone: a model that vanished
+// (the seeds' /dev/shm emptied by a reboot) must block the phase, not slip past the preflight.
+std::string model_path_to_check(const std::string& path) {
+  if (path.empty()) return {};
+  std::error_code ec;
+  const bool explicit_path = path[0] == '/' || path.rfind("./", 0) == 0 ||
+                             path.rfind("../", 0) == 0 || path[0] == '~';
+  return explicit_path || fs::exists(path, ec) ? path : std::string();
+}
+
 bool SweepRun::run_preflight_for(const Phase& phase, const std::string& why) {
   PreflightPlan plan = opt_.preflight_template;
   plan.tp = phase.tp;
   plan.gpus = phase.gpus;
-  std::error_code ec;
-  plan.model_path = fs::is_directory(sweep_.model.path, ec) ? sweep_.model.path : "";
+  plan.model_path = model_path_to_check(sweep_.model.path);
   message("preflight for " + phase.id + " (" + why + ")", phase.id);
   preflight_ = opt_.preflight_fn ? opt_.preflight_fn(plan) : run_preflight(plan);
   const bool passed = preflight_->passed() && !preflight_->could_not_run();

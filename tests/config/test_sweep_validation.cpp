@@ -258,7 +258,8 @@ TEST(SweepValidation, MissingOrUnreadableFiles) {
 }
 
 TEST(SweepValidation, ShippedSweepsAreValid) {
-  for (const char* name : {"configs/demo.yaml", "configs/qwen3.6-27b-dflash-ddtree.yaml"}) {
+  for (const char* name : {"configs/demo.yaml", "configs/demo-gpu-gated.yaml",
+                           "configs/qwen3.6-27b-dflash-ddtree.yaml"}) {
     const auto r = load_sweep_file(source_dir() / name);
     EXPECT_TRUE(r.ok()) << name << "\n" << all_messages(r);
     EXPECT_EQ(r.error_count(), 0) << name;

@@ -233,3 +233,44 @@ TEST(Runner, TextPointsAtGpu) {
   EXPECT_FALSE(text_points_at_gpu("HTTP 400: prompt too long for the context"));
   EXPECT_FALSE(text_points_at_gpu("connection refused"));
 }
+
+// The seeds' first failure: the model lived in /dev/shm and a reboot emptied it. A local path
+// that no longer exists must still reach the preflight (whose model layer diagnoses it) and
+// block the phase; a hub id is the server's to download and is not checked locally.
+TEST(Runner, AVanishedLocalModelReachesThePreflightAndBlocksThePhase) {
+  const auto dir = specbench::testing::make_temp_dir("runner-vanished-model");
+  auto sweep = small_sweep();
+  sweep.model.path = "/dev/shm/specbench-vanished-model-" + std::to_string(::getpid());
+  sweep.runner.preflight = true;
+  auto matrix = expand(sweep);
+  auto o = options(dir);
+  std::vector<std::string> checked;
+  o.preflight_fn = [&](const PreflightPlan& plan) {
+    checked.push_back(plan.model_path);
+    PreflightReport r;
+    CheckResult c;
+    c.id = "model.directory";
+    c.layer = PreflightLayer::model;
+    c.status = plan.model_path.empty() ? CheckStatus::pass : CheckStatus::fail;
+    c.diagnosis = "the model directory is gone";
+    r.checks.push_back(c);
+    return r;
+  };
+  auto out = run_sweep(sweep, matrix, o);
+  ASSERT_TRUE(out) << out.status().to_string();
+  ASSERT_FALSE(checked.empty());
+  EXPECT_EQ(checked.front(), sweep.model.path);
+  EXPECT_EQ(out->blocked, 2);
+  EXPECT_EQ(out->ok, 0);
+
+  const auto dir2 = specbench::testing::make_temp_dir("runner-hub-model");
+  sweep.model.path = "org/some-model";
+  checked.clear();
+  auto o2 = options(dir2);
+  o2.preflight_fn = o.preflight_fn;
+  auto out2 = run_sweep(sweep, expand(sweep), o2);
+  ASSERT_TRUE(out2) << out2.status().to_string();
+  ASSERT_FALSE(checked.empty());
+  EXPECT_EQ(checked.front(), "");
+  EXPECT_EQ(out2->ok, 2);
+}
