@@ -15,7 +15,7 @@ echo "== tests: $build_dir"
 ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" --timeout 600
 
 if [[ ${SPECBENCH_TEST_NO_CUDA:-1} != 0 ]] &&
-   grep -q '^CMAKE_CUDA_COMPILER:[A-Z]*=.*nvcc' "$build_dir/CMakeCache.txt"; then
+   grep -q 'cuda_compiled = true' "$build_dir/generated/specbench/build_info.hpp"; then
   echo "== tests: build-nocuda (the same suite without CUDA)"
   SPECBENCH_BUILD_DIR=build-nocuda scripts/build.sh -DSPECBENCH_ENABLE_CUDA=OFF \
     -DSPECBENCH_BUILD_BENCHMARKS=OFF
