@@ -1,6 +1,8 @@
 // Sweep -> Matrix: phases of cells with stable ids, substituted argv and config hashes.
 #include "specbench/matrix.hpp"
 
+#include "config/workload_json.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <climits>
@@ -54,21 +56,6 @@ std::string file_hash(const std::filesystem::path& p) {
   if (!in) return "unreadable";
   std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   return stable_hash(data);
-}
-
-nlohmann::json workload_json(const Workload& w) {
-  return {{"name", w.name},
-          {"dataset", w.dataset.string()},
-          {"prompt_tokens", w.prompt_tokens},
-          {"max_prompt_tokens", w.max_prompt_tokens},
-          {"max_new_tokens", w.max_new_tokens},
-          {"concurrency", w.concurrency},
-          {"requests", w.requests},
-          {"warmup", w.warmup},
-          {"runs", w.runs},
-          {"temperature", w.temperature},
-          {"seed", w.seed},
-          {"ignore_eos", w.ignore_eos}};
 }
 
 nlohmann::json method_json(const Method& m) {
@@ -148,7 +135,7 @@ Expected<Matrix> expand_matrix(const Sweep& sweep, const PlanContext& context) {
         nlohmann::json h = {{"argv", hashed_argv ? *hashed_argv : c.argv},
                             {"env", c.env},
                             {"method", method_json(m)},
-                            {"workload", workload_json(w)},
+                            {"workload", detail::workload_json(w)},
                             {"dataset_hash", dataset_hashes[w.name]},
                             {"model", sweep.model.path},
                             {"draft_model", sweep.model.draft_path},
@@ -185,7 +172,7 @@ std::string matrix_to_json(const Matrix& matrix, const Sweep& sweep) {
     for (const auto& c : p.cells)
       pj["cells"].push_back({{"id", c.id},
                              {"method", method_json(c.method)},
-                             {"workload", workload_json(c.workload)},
+                             {"workload", detail::workload_json(c.workload)},
                              {"context_length", c.context_length},
                              {"argv", c.argv},
                              {"env", c.env},
@@ -196,3 +183,20 @@ std::string matrix_to_json(const Matrix& matrix, const Sweep& sweep) {
 }
 
 } // namespace specbench
+
+namespace specbench::detail {
+nlohmann::json workload_json(const Workload& w) {
+  return {{"name", w.name},
+          {"dataset", w.dataset.string()},
+          {"prompt_tokens", w.prompt_tokens},
+          {"max_prompt_tokens", w.max_prompt_tokens},
+          {"max_new_tokens", w.max_new_tokens},
+          {"concurrency", w.concurrency},
+          {"requests", w.requests},
+          {"warmup", w.warmup},
+          {"runs", w.runs},
+          {"temperature", w.temperature},
+          {"seed", w.seed},
+          {"ignore_eos", w.ignore_eos}};
+}
+} // namespace specbench::detail

@@ -1,6 +1,8 @@
 // JSON form of cell results and the manifest (schema in docs/results_schema.md).
 #include "results/json_detail.hpp"
 
+#include "config/workload_json.hpp"
+
 #include "specbench/results.hpp"
 
 #include <nlohmann/json.hpp>
@@ -108,20 +110,7 @@ Method method_from_json(const json& j) {
   return m;
 }
 
-json workload_to_json(const Workload& w) {
-  return {{"name", w.name},
-          {"dataset", w.dataset.string()},
-          {"prompt_tokens", w.prompt_tokens},
-          {"max_prompt_tokens", w.max_prompt_tokens},
-          {"max_new_tokens", w.max_new_tokens},
-          {"concurrency", w.concurrency},
-          {"requests", w.requests},
-          {"warmup", w.warmup},
-          {"runs", w.runs},
-          {"temperature", w.temperature},
-          {"seed", w.seed},
-          {"ignore_eos", w.ignore_eos}};
-}
+json workload_to_json(const Workload& w) { return detail::workload_json(w); }
 Workload workload_from_json(const json& j) {
   Workload w;
   w.name = j.at("name").get<std::string>();
