@@ -426,25 +426,33 @@ Readiness ServerProcess::wait_ready(const ReadinessOptions& options,
     r.log_tail = log_tail(options.log_tail_lines);
     return r;
   };
+  auto exited = [&] {
+    auto e = exit_info();
+    if (e) {
+      r.exit_code = e->exit_code;
+      r.term_signal = e->term_signal;
+    }
+    r.fatal = scan_log(patterns);
+    std::string why =
+        "the server " + (e ? e->to_string() : std::string("ended")) + " before it was ready";
+    if (r.fatal)
+      why += "; log: \"" + r.fatal->line + "\" (" + r.fatal->pattern.diagnosis + ")";
+    return finish(ReadinessOutcome::process_exited, why);
+  };
   const std::string base = base_url();
   bool health_ok_seen = false;
   for (;;) {
     if (cancel && cancel->load())
       return finish(ReadinessOutcome::cancelled, "cancelled");
-    if (!alive()) {
-      auto e = exit_info();
-      if (e) {
-        r.exit_code = e->exit_code;
-        r.term_signal = e->term_signal;
-      }
-      r.fatal = scan_log(patterns);
-      std::string why =
-          "the server " + (e ? e->to_string() : std::string("ended")) + " before it was ready";
-      if (r.fatal)
-        why += "; log: \"" + r.fatal->line + "\" (" + r.fatal->pattern.diagnosis + ")";
-      return finish(ReadinessOutcome::process_exited, why);
-    }
+    if (!alive())
+      return exited();
     if (auto m = scan_log(patterns)) {
+      // A server usually prints its fatal line and exits right after: give it a moment, so the
+      // outcome (and the exit code) does not depend on which of the two was seen first.
+      for (int i = 0; i < 25 && alive(); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      if (!alive())
+        return exited();
       r.fatal = m;
       return finish(ReadinessOutcome::fatal_log, "fatal line in the server log: \"" + m->line +
                                                      "\" (" + m->pattern.diagnosis + ")");
@@ -488,17 +496,8 @@ Readiness ServerProcess::wait_ready(const ReadinessOptions& options,
     }
   }
   // One last look: a server that died or logged a fatal line in the last slice says so.
-  if (!alive()) {
-    auto e = exit_info();
-    if (e) {
-      r.exit_code = e->exit_code;
-      r.term_signal = e->term_signal;
-    }
-    r.fatal = scan_log(patterns);
-    return finish(ReadinessOutcome::process_exited,
-                  "the server " + (e ? e->to_string() : std::string("ended")) +
-                      " before it was ready");
-  }
+  if (!alive())
+    return exited();
   if (auto m = scan_log(patterns)) {
     r.fatal = m;
     return finish(ReadinessOutcome::fatal_log, "fatal line in the server log: \"" + m->line + "\"");
