@@ -207,7 +207,7 @@ void read_workloads(YamlReader& r, const YAML::Node& n, const std::filesystem::p
     if (e["dataset"])
       set_if(r.read_string(e["dataset"], wp + ".dataset"), [&](auto v) {
         std::filesystem::path d(v);
-        w.dataset = d.is_absolute() || base.empty() ? d : base / d;
+        w.dataset = (d.is_absolute() || base.empty() ? d : base / d).lexically_normal();
       });
     auto read_count = [&](const char* key, int min, int max, int& out) {
       if (e[key])
@@ -251,7 +251,7 @@ void read_runner(YamlReader& r, const YAML::Node& n, const std::filesystem::path
   if (n["results_dir"])
     set_if(r.read_string(n["results_dir"], p + ".results_dir"), [&](auto v) {
       std::filesystem::path d(v);
-      rs.results_dir = d.is_absolute() || base.empty() ? d : base / d;
+      rs.results_dir = (d.is_absolute() || base.empty() ? d : base / d).lexically_normal();
     });
 }
 

@@ -287,3 +287,10 @@ TEST(SweepValidation, CodeBuiltSweepsGetTheSameRules) {
   EXPECT_TRUE(has("tree budget 0 is not positive"));
   EXPECT_TRUE(has("context overflow"));
 }
+
+TEST(SweepValidation, RelativePathsResolveAgainstTheSweepFileAndAreNormal) {
+  const auto r = load_sweep_text(kValidSweep + "runner:\n  results_dir: ../results/unit\n",
+                                 "sweep.yaml", "/srv/bench/configs");
+  ASSERT_TRUE(r.ok()) << all_messages(r);
+  EXPECT_EQ(r.sweep->runner.results_dir, std::filesystem::path("/srv/bench/results/unit"));
+}
