@@ -230,6 +230,19 @@ void MiniHttpServer::connection_loop(int fd) {
   HttpConnection conn(fd);
   std::string buf;
   char tmp[16384];
+  // Appends what the peer sent next to buf; false when it closed or the socket failed.
+  auto recv_more = [&] {
+    for (;;) {
+      const ssize_t n = ::recv(fd, tmp, sizeof tmp, 0);
+      if (n > 0) {
+        buf.append(tmp, static_cast<size_t>(n));
+        return true;
+      }
+      if (n < 0 && errno == EINTR)
+        continue;
+      return false;
+    }
+  };
   bool keep = true;
   while (keep && !stopping_.load()) {
     // Read the header block.
@@ -240,14 +253,10 @@ void MiniHttpServer::connection_loop(int fd) {
         keep = false;
         break;
       }
-      const ssize_t n = ::recv(fd, tmp, sizeof tmp, 0);
-      if (n <= 0) {
-        if (n < 0 && errno == EINTR)
-          continue;
+      if (!recv_more()) {
         keep = false;
         break;
       }
-      buf.append(tmp, static_cast<size_t>(n));
     }
     if (!keep)
       break;
@@ -293,14 +302,10 @@ void MiniHttpServer::connection_loop(int fd) {
       break;
     }
     while (buf.size() < content_length) {
-      const ssize_t n = ::recv(fd, tmp, sizeof tmp, 0);
-      if (n <= 0) {
-        if (n < 0 && errno == EINTR)
-          continue;
+      if (!recv_more()) {
         keep = false;
         break;
       }
-      buf.append(tmp, static_cast<size_t>(n));
     }
     if (!keep)
       break;
