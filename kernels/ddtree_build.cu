@@ -1,13 +1,26 @@
-// DDTree tree building on the GPU. One block per request. Warp 0 runs the reference's best-first
-// search exactly: the frontier (candidates not yet in the tree) lives in registers, S slots per
-// lane (the live frontier never exceeds budget + 1); each lane keeps a copy of its best candidate
-// under the reference order (score descending, depth ascending, rank path ascending), and one
-// step pops the warp-wide best with a warp max of the score keys (ties: min depth, then a
-// rank-path comparison that walks both candidates' ancestors in shared memory). The popped slot
-// takes the next sibling, lane (node % 32) takes the first child, and every lane refreshes its
-// best with a branch-free max tree over its slots' keys. Scores use the reference's float
-// operations in the same order, so the tree, its node numbering and its scores are bit-identical.
-// The whole block then writes the outputs and the ancestor masks in parallel.
+// DDTree tree building on the GPU. One block per request; warp 0 runs the reference's best-first
+// search exactly, the whole block then writes the outputs and the ancestor masks.
+//
+// The search keeps the frontier (candidates not yet in the tree) as one list sorted under the
+// reference order (score descending, then depth ascending, then rank path ascending), spread over
+// the warp: entry g lives in register g / 32 of lane g % 32. Every lane knows the head (the next
+// node) and the second entry. One step pops the head and inserts its next sibling A and first
+// child C: each lane compares its entries with A and C, two ballots count the entries ahead of
+// each, and one shuffle per register shifts the list into place. The next head is the best of A,
+// C and the old second entry, so it is known before the shuffle lands and the next step's loads
+// start at once. Ties (equal scores) go to a slow path that compares depths and rank paths by
+// walking ancestors in shared memory.
+//
+// Why the list can be short: after t pops the frontier holds at most t + 1 candidates and only
+// budget - t more pops follow, so only the best min(t + 1, budget - t) <= (budget + 1) / 2 can
+// ever become nodes; the list keeps 32 * RPL >= that many and lets the rest fall off its end.
+// Candidates that could never be popped (score -inf, or rank + depth > budget: such a node needs
+// rank + depth - 1 nodes before it) are not inserted at all. Each parent has at most one
+// candidate in the frontier (its children are generated one rank at a time), which is why a
+// rank-path comparison always meets two different parents.
+//
+// Scores use the reference's float operations in its order, so the tree, its node numbering and
+// its scores are bit-identical to build_ddtree_reference.
 #include "common.cuh"
 
 namespace specbench::kernels {
@@ -15,36 +28,55 @@ namespace detail {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr std::size_t kLogpCacheBytes = 16 * 1024;
+constexpr uint32_t kKeyNegInf = 0x007FFFFFu;        // score_key(-inf); NaN gets 1, empty is 0
+constexpr int kNone = 0x7FFFFFFF;
 
-// Key of a score under the reference order (larger is better); NaN sorts below -inf.
+// Key of a score under the reference order (larger is better). -0 and +0 share a key (they
+// compare equal); score_of returns +0 for it and the search recomputes the sign (a -0 score comes
+// from -0 log-probs along the path). Inputs are finite or -inf (the contract), so no NaN test.
 __device__ __forceinline__ uint32_t score_key(float f) {
-  if (f != f)
-    return 1u;
-  uint32_t u = __float_as_uint(f + 0.0f);
-  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+  const uint32_t u = __float_as_uint(__fadd_rn(f, 0.0f));
+  return u ^ (static_cast<uint32_t>(static_cast<int32_t>(u) >> 31) | 0x80000000u);
+}
+__device__ __forceinline__ float score_of(uint32_t key) {
+  return __uint_as_float((key & 0x80000000u) ? (key & 0x7FFFFFFFu) : ~key);
 }
 
+// A candidate's other fields in 32 bits: the node that generated it (its parent for rank 0, its
+// previous sibling otherwise; < 2048), its depth (<= budget <= 1024) and rank (< budget).
+__device__ __forceinline__ uint32_t pack_meta(int gen, int depth, int rank) {
+  return (static_cast<uint32_t>(gen) << 21) | (static_cast<uint32_t>(depth) << 10) |
+         static_cast<uint32_t>(rank);
+}
+__device__ __forceinline__ int meta_gen(uint32_t m) { return static_cast<int>(m >> 21); }
+__device__ __forceinline__ int meta_depth(uint32_t m) { return static_cast<int>((m >> 10) & 0x7FFu); }
+__device__ __forceinline__ int meta_rank(uint32_t m) { return static_cast<int>(m & 0x3FFu); }
+
 struct Layout {
-  int n, words, kc;
-  bool cache_logp, rows_in_smem;
-  std::size_t off_tree, off_logp, off_rows, total;
+  int n, words, kc, dc; // nodes, mask words per row, cached ranks and depths
+  bool cache_tables, rows_in_smem;
+  std::size_t off_logp, off_ids, off_rows, total;
 };
 
 Layout make_layout(int budget, int depth, int k, bool want_mask, int smem_limit) {
   Layout l{};
   l.n = budget + 1;
   l.words = (l.n + 31) / 32;
-  l.kc = k < l.n ? k : l.n; // ranks above budget are never reached
-  l.off_tree = 0;
-  std::size_t off = align_up(6 * sizeof(int32_t) * l.n, 16);
-  const std::size_t logp = sizeof(float) * static_cast<std::size_t>(depth) * l.kc;
-  l.cache_logp = logp <= kLogpCacheBytes;
-  l.off_logp = off;
-  if (l.cache_logp)
-    off += align_up(logp, 16);
-  l.off_rows = off;
+  // A node at depth d and rank r needs r + d <= budget, so deeper rows and higher ranks are
+  // never read.
+  l.kc = k < l.n ? k : l.n;
+  l.dc = depth < budget ? depth : budget;
+  // Tree arrays: parent, meta, score, first child, next sibling.
+  std::size_t off = align_up(5 * sizeof(int32_t) * l.n, 16);
   const std::size_t rows = sizeof(uint32_t) * static_cast<std::size_t>(l.n) * l.words;
+  const std::size_t table = align_up(sizeof(float) * static_cast<std::size_t>(l.dc) * l.kc, 16);
+  // Cache both tables when they fit beside the tree and, if wanted, the mask rows.
+  l.cache_tables =
+      off + 2 * table + (want_mask ? rows : 0) <= static_cast<std::size_t>(smem_limit);
+  l.off_logp = off;
+  l.off_ids = off + (l.cache_tables ? table : 0);
+  off += l.cache_tables ? 2 * table : 0;
+  l.off_rows = off;
   l.rows_in_smem = want_mask && off + rows <= static_cast<std::size_t>(smem_limit);
   if (l.rows_in_smem)
     off += rows;
@@ -62,211 +94,209 @@ struct BuildArgs {
   DdtreeOutputs out;
 };
 
-template <int S> __global__ void __launch_bounds__(kThreads) ddtree_kernel(BuildArgs a) {
+template <int RPL, bool CACHED>
+__global__ void __launch_bounds__(kThreads) ddtree_kernel(BuildArgs a) {
   extern __shared__ __align__(16) unsigned char smem[];
   const int n = a.lay.n, tid = threadIdx.x, b = blockIdx.x;
-  int32_t* t_parent = reinterpret_cast<int32_t*>(smem + a.lay.off_tree);
-  int32_t* t_rank = t_parent + n;
-  int32_t* t_depth = t_rank + n;
-  float* t_score = reinterpret_cast<float*>(t_depth + n);
+  int32_t* t_parent = reinterpret_cast<int32_t*>(smem);
+  uint32_t* t_meta = reinterpret_cast<uint32_t*>(t_parent + n);
+  float* t_score = reinterpret_cast<float*>(t_meta + n);
   int32_t* t_first = reinterpret_cast<int32_t*>(t_score + n);
   int32_t* t_next = t_first + n;
   float* lpc = reinterpret_cast<float*>(smem + a.lay.off_logp);
-  const int depth = a.depth, k = a.k, kc = a.lay.kc;
-  const float* glp = a.top_logp + static_cast<int64_t>(b) * depth * k;
-  for (int i = tid; i < n; i += kThreads) {
-    t_first[i] = 0x7FFFFFFF;
-    t_next[i] = -1;
-  }
-  if (a.lay.cache_logp)
-    for (int e = tid; e < depth * kc; e += kThreads)
-      lpc[e] = glp[(e / kc) * k + e % kc];
+  int32_t* idc = reinterpret_cast<int32_t*>(smem + a.lay.off_ids);
+  const int depth = a.depth, k = a.k, kc = a.lay.kc, budget = a.budget;
+  const int64_t table0 = static_cast<int64_t>(b) * depth * k;
+  const float* glp = a.top_logp + table0;
+  const int32_t* gid = a.top_ids + table0;
+  if (CACHED)
+    for (int e = tid; e < a.lay.dc * kc; e += kThreads) {
+      const int64_t src = static_cast<int64_t>(e / kc) * k + e % kc;
+      lpc[e] = __ldg(glp + src);
+      idc[e] = __ldg(gid + src);
+    }
   __shared__ int s_count;
   __syncthreads();
 
   if (tid < 32) {
     const int lane = tid;
+    // log-prob of rank r at depth d (1-based); callers pass readable entries.
     auto lp = [&](int d, int r) -> float {
-      return a.lay.cache_logp ? lpc[(d - 1) * kc + r] : __ldg(glp + (d - 1) * k + r);
+      if (CACHED)
+        return lpc[(d - 1) * kc + r];
+      return __ldg(glp + static_cast<int64_t>(d - 1) * k + r);
     };
-    // Rank-path order of two candidates of equal depth, given as (parent, rank): walk both up to
+    // Rank-path order of two candidates of equal depth given as (parent, rank): walk both up to
     // their common ancestor; the ranks just below it decide.
     auto path_less = [&](int px, int rx, int py, int ry) {
       while (px != py) {
-        rx = t_rank[px];
-        ry = t_rank[py];
+        rx = meta_rank(t_meta[px]);
+        ry = meta_rank(t_meta[py]);
         px = t_parent[px];
         py = t_parent[py];
       }
       return rx < ry;
     };
+    // Full reference order: does list entry (kx, mx) come before candidate (kc_, dc_, pc, rc)?
+    auto before = [&](uint32_t kx, uint32_t mx, uint32_t kc_, int dc_, int pc, int rc) {
+      if (kx != kc_)
+        return kx > kc_;
+      const int dx = meta_depth(mx);
+      if (dx != dc_)
+        return dx < dc_;
+      const int rx = meta_rank(mx), gx = meta_gen(mx);
+      return path_less(rx == 0 ? gx : t_parent[gx], rx, pc, rc);
+    };
     if (lane == 0) {
       t_parent[0] = -1;
-      t_rank[0] = -1;
-      t_depth[0] = 0;
+      t_meta[0] = 0;
       t_score[0] = 0.0f;
     }
-    // This lane's frontier slots, in registers (static indices only). kk[j] is the slot's score
-    // key, 0 when the slot is empty (a real candidate's key is at least 1).
-    float sc[S];
-    uint32_t kk[S];
-    int32_t pa[S];
-    uint32_t dr[S]; // depth << 16 | rank
+    uint32_t key[RPL], meta[RPL]; // the sorted list; key 0 = empty
 #pragma unroll
-    for (int j = 0; j < S; ++j) {
-      sc[j] = 0.0f;
-      kk[j] = 0;
-      pa[j] = 0;
-      dr[j] = 0;
+    for (int j = 0; j < RPL; ++j) {
+      key[j] = 0;
+      meta[j] = 0;
     }
-    uint32_t bk = 0; // this lane's best key (0: no candidate)
-    int bslot = 0;   // and its slot
-    // The lane's best slot under the reference order: the largest key by a max tree, then (rare)
-    // the smallest depth and the rank path among equal keys.
-    auto recompute = [&]() {
-      uint32_t t[S];
-#pragma unroll
-      for (int j = 0; j < S; ++j)
-        t[j] = kk[j];
-#pragma unroll
-      for (int w = 1; w < S; w *= 2)
-#pragma unroll
-        for (int j = 0; j + w < S; j += 2 * w)
-          t[j] = max(t[j], t[j + w]);
-      bk = t[0];
-      uint64_t eq = 0;
-#pragma unroll
-      for (int j = 0; j < S; ++j)
-        eq |= static_cast<uint64_t>(kk[j] == bk) << j;
-      bslot = __ffsll(static_cast<long long>(eq)) - 1;
-      if (bk != 0 && (eq & (eq - 1))) { // equal scores inside this lane
-        int bd = 0x7FFFFFFF, bp = 0, br = 0;
-#pragma unroll
-        for (int j = 0; j < S; ++j) {
-          if ((eq >> j) & 1ull) {
-            const int dj = static_cast<int>(dr[j] >> 16), rj = static_cast<int>(dr[j] & 0xFFFFu);
-            if (dj < bd || (dj == bd && path_less(pa[j], rj, bp, br))) {
-              bd = dj;
-              bp = pa[j];
-              br = rj;
-              bslot = j;
-            }
-          }
-        }
+    uint32_t hk = 0, hm = 0, sk = 0, sm = 0; // head and second entry, the same in every lane
+    if (depth > 0 && k > 0 && budget > 0) {
+      const uint32_t k0 = score_key(lp(1, 0));
+      if (k0 > kKeyNegInf) {
+        hk = k0;
+        hm = pack_meta(0, 1, 0);
       }
-      if (bk == 0)
-        bslot = 0;
-    };
+    }
+    if (lane == 0) {
+      key[0] = hk;
+      meta[0] = hm;
+    }
     int count = 1;
-    if (depth > 0 && k > 0 && a.budget > 0 && lane == 0) {
-      sc[0] = lp(1, 0);
-      kk[0] = score_key(sc[0]);
-      pa[0] = 0;
-      dr[0] = 1u << 16;
-      bk = kk[0];
-      bslot = 0;
-    }
-    __syncwarp();
-    const uint32_t key_neg_inf = 0x007FFFFFu;
-    while (count <= a.budget) {
-      const uint32_t m = __reduce_max_sync(0xFFFFFFFFu, bk);
-      if (m <= key_neg_inf)
-        break; // empty frontier, or only -inf (and NaN) left
-      // This lane's best candidate's fields.
-      float es = 0.0f;
-      int ep = 0;
-      uint32_t edr = 0;
-#pragma unroll
-      for (int j = 0; j < S; ++j)
-        if (j == bslot) {
-          es = sc[j];
-          ep = pa[j];
-          edr = dr[j];
-        }
-      const bool mine = bk == m;
-      const unsigned tied = __ballot_sync(0xFFFFFFFFu, mine);
-      int w = __ffs(tied) - 1;
-      if (tied & (tied - 1)) { // rare: equal scores; then depth, then rank path
-        const int ed = static_cast<int>(edr >> 16), er = static_cast<int>(edr & 0xFFFFu);
-        const int md = __reduce_min_sync(0xFFFFFFFFu, mine ? ed : 0x7FFFFFFF);
-        const unsigned t2 = __ballot_sync(0xFFFFFFFFu, mine && ed == md);
-        w = __ffs(t2) - 1;
-        if (t2 & (t2 - 1)) {
-          int wp = __shfl_sync(0xFFFFFFFFu, ep, w), wr = __shfl_sync(0xFFFFFFFFu, er, w);
-          unsigned rest = t2 & (t2 - 1);
-          while (rest) {
-            const int l = __ffs(rest) - 1;
-            rest &= rest - 1;
-            const int lp_ = __shfl_sync(0xFFFFFFFFu, ep, l), lr = __shfl_sync(0xFFFFFFFFu, er, l);
-            if (path_less(lp_, lr, wp, wr)) {
-              w = l;
-              wp = lp_;
-              wr = lr;
-            }
-          }
-        }
-      }
-      const float cs = __shfl_sync(0xFFFFFFFFu, es, w);
-      const int cp = __shfl_sync(0xFFFFFFFFu, ep, w);
-      const uint32_t cdr = __shfl_sync(0xFFFFFFFFu, edr, w);
-      const int cd = static_cast<int>(cdr >> 16), cr = static_cast<int>(cdr & 0xFFFFu);
+    while (hk != 0 && count <= budget) {
       const int node = count++;
-      if (lane == 0) {
-        t_parent[node] = cp;
-        t_rank[node] = cr;
-        t_depth[node] = cd;
+      const int gen = meta_gen(hm), d = meta_depth(hm), r = meta_rank(hm);
+      // The candidates this pop generates, with the reference's float operations in its order:
+      // (score - lp(d, r)) + lp(d, r + 1) for the next sibling A, score + lp(d + 1, 0) for the
+      // first child C. The loads are clamped to readable entries, so there is no branch.
+      const bool has_sib = r + 1 < k && r + 1 + d <= budget;
+      const bool has_child = d < depth && d + 1 <= budget;
+      const float l_r = lp(d, r);
+      const float l_r1 = lp(d, has_sib ? r + 1 : r);
+      const float l_c = lp(has_child ? d + 1 : d, 0);
+      float cs = score_of(hk);
+      if (hk == 0x80000000u) { // +-0: the key dropped the sign; recompute the reference's value
+        __syncwarp();           // lane 0's earlier t_score stores are visible
+        cs = r == 0 ? (gen == 0 ? l_r : __fadd_rn(t_score[gen], l_r))
+                    : __fadd_rn(__fsub_rn(t_score[gen], lp(d, r - 1)), l_r);
+      }
+      const uint32_t sA = score_key(__fadd_rn(__fsub_rn(cs, l_r), l_r1));
+      const uint32_t sC = score_key(__fadd_rn(cs, l_c));
+      const uint32_t kA = has_sib && sA > kKeyNegInf ? sA : 0u;
+      const uint32_t kC = has_child && sC > kKeyNegInf ? sC : 0u;
+      const uint32_t mA = pack_meta(node, d, r + 1), mC = pack_meta(node, d + 1, 0);
+      if (lane == 0) { // the node itself
+        t_parent[node] = r == 0 ? gen : t_parent[gen];
+        t_meta[node] = hm;
         t_score[node] = cs;
       }
-      // The reference's float operations, in its order: (score - lp(d, r)) + lp(d, r + 1) for the
-      // next sibling, score + lp(d + 1, 0) for the first child.
-      const bool has_sib = cr + 1 < k, has_child = cd < depth;
-      const float sib = has_sib ? __fadd_rn(__fsub_rn(cs, lp(cd, cr)), lp(cd, cr + 1)) : 0.0f;
-      const float child = has_child ? __fadd_rn(cs, lp(cd + 1, 0)) : 0.0f;
-      // The sibling takes the popped slot (or it empties). Children go round-robin: lane L
-      // receives at most ceil(budget / 32) of them and so holds at most that many plus one
-      // candidate, which S covers (see the launcher).
-      const bool winner = lane == w, receiver = has_child && lane == (node & 31);
+      // Entries ahead of A and of C (the head, entry 0, is being popped). Entries at index
+      // >= count are empty (the frontier holds at most count candidates), so skip them.
+      int cntA = 0, cntC = 0;
+      bool tie = false;
 #pragma unroll
-      for (int j = 0; j < S; ++j)
-        if (winner && j == bslot) {
-          sc[j] = sib;
-          kk[j] = has_sib ? score_key(sib) : 0u;
-          dr[j] = (static_cast<uint32_t>(cd) << 16) | static_cast<uint32_t>(cr + 1);
+      for (int j = 0; j < RPL; ++j) {
+        if (j > 0 && 32 * j >= count)
+          break;
+        const bool live = j > 0 || lane > 0;
+        cntA += __popc(__ballot_sync(0xFFFFFFFFu, live && key[j] > kA));
+        cntC += __popc(__ballot_sync(0xFFFFFFFFu, live && key[j] > kC));
+        tie |= live && key[j] != 0 && (key[j] == kA || key[j] == kC);
+      }
+      // On equal scores A (one level shallower) comes before C. Without ties the next head is
+      // the best of A, C and the second entry, found without the counts.
+      const bool c_first = kC > kA;
+      uint32_t nhk = kA > sk && !c_first ? kA : kC > sk && c_first ? kC : sk;
+      uint32_t nhm = kA > sk && !c_first ? mA : kC > sk && c_first ? mC : sm;
+      if (__any_sync(0xFFFFFFFFu, tie)) { // rare: equal scores; full order with path walks
+        __syncwarp();                     // lane 0's node fields are visible
+        const int pA = t_parent[node];
+        cntA = 0;
+        cntC = 0;
+#pragma unroll
+        for (int j = 0; j < RPL; ++j) {
+          if (j > 0 && 32 * j >= count)
+            break;
+          const bool live = (j > 0 || lane > 0) && key[j] != 0;
+          const bool bA = live && kA != 0 && before(key[j], meta[j], kA, d, pA, r + 1);
+          const bool bC = live && kC != 0 && before(key[j], meta[j], kC, d + 1, node, 0);
+          cntA += __popc(__ballot_sync(0xFFFFFFFFu, bA));
+          cntC += __popc(__ballot_sync(0xFFFFFFFFu, bC));
         }
-      uint64_t empty = 0;
+        const bool a0 = kA != 0 && cntA == 0 && !c_first, c0 = kC != 0 && cntC == 0 && c_first;
+        nhk = a0 ? kA : c0 ? kC : sk;
+        nhm = a0 ? mA : c0 ? mC : sm;
+      }
+      const int posA = kA != 0 ? cntA + (c_first ? 1 : 0) : kNone;
+      const int posC = kC != 0 ? cntC + (c_first ? 0 : 1) : kNone;
+      // Shift: new entry g is A, C, or old entry g + 1 - (entries inserted before g).
+      uint32_t nk[RPL], nm[RPL];
 #pragma unroll
-      for (int j = 0; j < S; ++j)
-        empty |= static_cast<uint64_t>(kk[j] == 0) << j;
-      const int free_slot = __ffsll(static_cast<long long>(empty)) - 1;
-#pragma unroll
-      for (int j = 0; j < S; ++j)
-        if (receiver && j == free_slot) {
-          sc[j] = child;
-          kk[j] = score_key(child);
-          pa[j] = node;
-          dr[j] = static_cast<uint32_t>(cd + 1) << 16;
+      for (int j = 0; j < RPL; ++j) {
+        nk[j] = key[j];
+        nm[j] = meta[j];
+        if (j > 0 && 32 * j > count)
+          continue; // stays empty
+        const int g = 32 * j + lane;
+        const int src = g + 1 - (posA < g ? 1 : 0) - (posC < g ? 1 : 0);
+        const int sl = src & 31, sj = src >> 5;
+        uint32_t fk = __shfl_sync(0xFFFFFFFFu, key[j], sl);
+        uint32_t fm = __shfl_sync(0xFFFFFFFFu, meta[j], sl);
+        if (j + 1 < RPL) {
+          const uint32_t uk = __shfl_sync(0xFFFFFFFFu, key[j + 1 < RPL ? j + 1 : j], sl);
+          const uint32_t um = __shfl_sync(0xFFFFFFFFu, meta[j + 1 < RPL ? j + 1 : j], sl);
+          if (sj == j + 1) {
+            fk = uk;
+            fm = um;
+          }
         }
-      __syncwarp(); // the new tree node is visible to path_less
-      recompute();
+        if (j > 0) {
+          const uint32_t dk = __shfl_sync(0xFFFFFFFFu, key[j > 0 ? j - 1 : 0], sl);
+          const uint32_t dm = __shfl_sync(0xFFFFFFFFu, meta[j > 0 ? j - 1 : 0], sl);
+          if (sj == j - 1) {
+            fk = dk;
+            fm = dm;
+          }
+        }
+        if (sj >= RPL) {
+          fk = 0;
+          fm = 0;
+        }
+        nk[j] = g == posA ? kA : g == posC ? kC : fk;
+        nm[j] = g == posA ? mA : g == posC ? mC : fm;
+      }
+#pragma unroll
+      for (int j = 0; j < RPL; ++j) {
+        key[j] = nk[j];
+        meta[j] = nm[j];
+      }
+      sk = __shfl_sync(0xFFFFFFFFu, key[0], 1);
+      sm = __shfl_sync(0xFFFFFFFFu, meta[0], 1);
+      hk = nhk;
+      hm = nhm;
     }
     if (lane == 0)
       s_count = count;
   }
+  for (int i = tid; i < n; i += kThreads) {
+    t_first[i] = -1;
+    t_next[i] = -1;
+  }
   __syncthreads();
-
   const int count = s_count;
-  // Children lists in index order (link_children): first child = lowest index with that parent,
-  // next sibling = the next higher index with the same parent.
+  // Children lists in index order (link_children): children are popped in rank order, so a
+  // rank-0 node is its parent's first child and a rank-r node its rank r-1 sibling's next.
   for (int i = 1 + tid; i < count; i += kThreads) {
-    const int p = t_parent[i];
-    atomicMin(&t_first[p], i);
-    int nx = -1;
-    for (int j = i + 1; j < count; ++j)
-      if (t_parent[j] == p) {
-        nx = j;
-        break;
-      }
-    t_next[i] = nx;
+    const uint32_t m = t_meta[i];
+    (meta_rank(m) == 0 ? t_first : t_next)[meta_gen(m)] = i;
   }
   __syncthreads();
   const int64_t ob = static_cast<int64_t>(b) * n;
@@ -276,7 +306,8 @@ template <int S> __global__ void __launch_bounds__(kThreads) ddtree_kernel(Build
     o.node_count[b] = count;
   for (int i = tid; i < n; i += kThreads) {
     const bool real = i < count;
-    const int d = real ? t_depth[i] : -1;
+    const uint32_t m = real ? t_meta[i] : 0u;
+    const int d = real ? meta_depth(m) : -1;
     if (o.parents)
       o.parents[ob + i] = real ? t_parent[i] : -1;
     if (o.depths)
@@ -286,7 +317,7 @@ template <int S> __global__ void __launch_bounds__(kThreads) ddtree_kernel(Build
     if (o.scores)
       o.scores[ob + i] = real ? t_score[i] : -INFINITY;
     if (o.first_child)
-      o.first_child[ob + i] = (real && t_first[i] != 0x7FFFFFFF) ? t_first[i] : -1;
+      o.first_child[ob + i] = real ? t_first[i] : -1;
     if (o.next_sibling)
       o.next_sibling[ob + i] = real ? t_next[i] : -1;
     if (o.tokens) {
@@ -294,7 +325,8 @@ template <int S> __global__ void __launch_bounds__(kThreads) ddtree_kernel(Build
       if (i == 0)
         t = a.root_tokens[b];
       else if (real)
-        t = a.top_ids[(static_cast<int64_t>(b) * depth + d - 1) * k + t_rank[i]];
+        t = CACHED ? idc[(d - 1) * kc + meta_rank(m)]
+                   : gid[static_cast<int64_t>(d - 1) * k + meta_rank(m)];
       o.tokens[ob + i] = t;
     }
   }
@@ -304,14 +336,14 @@ template <int S> __global__ void __launch_bounds__(kThreads) ddtree_kernel(Build
   uint32_t* rows = a.lay.rows_in_smem ? reinterpret_cast<uint32_t*>(smem + a.lay.off_rows)
                                       : o.mask_packed + ob * W;
   for (int i = tid; i < n; i += kThreads) {
-    uint32_t* r = rows + static_cast<int64_t>(i) * W;
+    uint32_t* row = rows + static_cast<int64_t>(i) * W;
     for (int w = 0; w < W; ++w)
-      r[w] = 0;
+      row[w] = 0;
     if (i < count) {
       for (int j = i; j >= 0; j = t_parent[j])
-        r[j >> 5] |= 1u << (j & 31);
+        row[j >> 5] |= 1u << (j & 31);
     } else {
-      r[i >> 5] |= 1u << (i & 31);
+      row[i >> 5] |= 1u << (i & 31);
     }
   }
   __syncthreads();
@@ -325,6 +357,17 @@ template <int S> __global__ void __launch_bounds__(kThreads) ddtree_kernel(Build
       m[e] = static_cast<uint8_t>((rows[i * W + (j >> 5)] >> (j & 31)) & 1u);
     }
   }
+}
+
+using KernelFn = void (*)(BuildArgs);
+
+template <bool CACHED> KernelFn pick_kernel(int budget) {
+  // The list holds 32 * RPL >= (budget + 1) / 2 entries (see the top of this file).
+  return budget <= 64    ? ddtree_kernel<1, CACHED>
+         : budget <= 128 ? ddtree_kernel<2, CACHED>
+         : budget <= 256 ? ddtree_kernel<4, CACHED>
+         : budget <= 512 ? ddtree_kernel<8, CACHED>
+                         : ddtree_kernel<16, CACHED>;
 }
 
 } // namespace
@@ -353,12 +396,8 @@ Status build_ddtree(const float* top_logp, const int32_t* top_ids, const int32_t
                       " does not fit in shared memory on this GPU",
                   "also pass out.mask_packed (the kernel builds the rows there)", where);
   detail::BuildArgs a{top_logp, top_ids, root_tokens, seq_lens, depth, k, budget, lay, out};
-  const int n = budget + 1;
-  // Slots per lane S >= ceil(budget / 32) + 1 (round-robin children plus one sibling).
-  (void)n;
-  const auto kernel = budget <= 96    ? detail::ddtree_kernel<4>
-                      : budget <= 256 ? detail::ddtree_kernel<9>
-                                      : detail::ddtree_kernel<33>;
+  const detail::KernelFn kernel = lay.cache_tables ? detail::pick_kernel<true>(budget)
+                                                   : detail::pick_kernel<false>(budget);
   if (lay.total > 48 * 1024) {
     cudaFuncAttributes attr{};
     cudaError_t e = cudaFuncGetAttributes(&attr, kernel);
