@@ -7,6 +7,7 @@
 #include "specbench/kernels.hpp"
 
 #include <cstdint>
+#include <cuda/atomic>
 #include <cuda_runtime.h>
 #include <string>
 
@@ -57,6 +58,17 @@ __device__ __forceinline__ uint64_t warp_max_packed(uint64_t v) {
   const uint32_t m = __reduce_max_sync(0xFFFFFFFFu, key);
   const uint32_t i = __reduce_max_sync(0xFFFFFFFFu, key == m ? inv : 0u);
   return (static_cast<uint64_t>(m) << 32) | i;
+}
+
+/// Counts a block in on `counter` and returns true for the block that arrives last of `total`.
+/// One thread calls it after a block barrier that follows the block's partial-result stores. The
+/// add is acquire-release at device scope: release publishes this block's stores (the barrier
+/// makes them this thread's to publish), acquire makes every earlier block's stores visible to the
+/// last one, which then shares the answer through another block barrier. This replaces a full
+/// sequentially consistent fence on each side (the same pattern as CUTLASS's arrival barriers).
+__device__ __forceinline__ bool arrive_last(uint32_t* counter, uint32_t total) {
+  cuda::atomic_ref<uint32_t, cuda::thread_scope_device> c(*counter);
+  return c.fetch_add(1u, cuda::memory_order_acq_rel) == total - 1;
 }
 
 /// Greedy walk of one request over a parent-array tree, run by a whole block. `parents_s`,

@@ -94,6 +94,9 @@ struct BuildArgs {
   DdtreeOutputs out;
 };
 
+__device__ __forceinline__ void write_masks(uint32_t* rows, const int32_t* t_parent, int n, int W,
+                                            int count, const DdtreeOutputs& o, int64_t ob);
+
 template <int RPL, bool CACHED>
 __global__ void __launch_bounds__(kThreads) ddtree_kernel(BuildArgs a) {
   extern __shared__ __align__(16) unsigned char smem[];
@@ -109,12 +112,12 @@ __global__ void __launch_bounds__(kThreads) ddtree_kernel(BuildArgs a) {
   const int64_t table0 = static_cast<int64_t>(b) * depth * k;
   const float* glp = a.top_logp + table0;
   const int32_t* gid = a.top_ids + table0;
-  if (CACHED)
-    for (int e = tid; e < a.lay.dc * kc; e += kThreads) {
-      const int64_t src = static_cast<int64_t>(e / kc) * k + e % kc;
-      lpc[e] = __ldg(glp + src);
-      idc[e] = __ldg(gid + src);
-    }
+  if (CACHED) // a warp per depth row, lanes along the ranks
+    for (int d = tid >> 5; d < a.lay.dc; d += kThreads / 32)
+      for (int r = tid & 31; r < kc; r += 32) {
+        lpc[d * kc + r] = __ldg(glp + static_cast<int64_t>(d) * k + r);
+        idc[d * kc + r] = __ldg(gid + static_cast<int64_t>(d) * k + r);
+      }
   __shared__ int s_count;
   __syncthreads();
 
@@ -126,14 +129,22 @@ __global__ void __launch_bounds__(kThreads) ddtree_kernel(BuildArgs a) {
         return lpc[(d - 1) * kc + r];
       return __ldg(glp + static_cast<int64_t>(d - 1) * k + r);
     };
+    // Parent of tree node x during the search (t_parent is filled in afterwards): a rank-r node's
+    // generator is its rank r-1 sibling, so follow generators down to rank 0.
+    auto parent_of = [&](int x) {
+      uint32_t m = t_meta[x];
+      while (meta_rank(m) != 0)
+        m = t_meta[meta_gen(m)];
+      return meta_gen(m);
+    };
     // Rank-path order of two candidates of equal depth given as (parent, rank): walk both up to
-    // their common ancestor; the ranks just below it decide.
+    // their common ancestor; the ranks just below it decide. Rare (only on equal scores).
     auto path_less = [&](int px, int rx, int py, int ry) {
       while (px != py) {
         rx = meta_rank(t_meta[px]);
         ry = meta_rank(t_meta[py]);
-        px = t_parent[px];
-        py = t_parent[py];
+        px = parent_of(px);
+        py = parent_of(py);
       }
       return rx < ry;
     };
@@ -145,10 +156,9 @@ __global__ void __launch_bounds__(kThreads) ddtree_kernel(BuildArgs a) {
       if (dx != dc_)
         return dx < dc_;
       const int rx = meta_rank(mx), gx = meta_gen(mx);
-      return path_less(rx == 0 ? gx : t_parent[gx], rx, pc, rc);
+      return path_less(rx == 0 ? gx : parent_of(gx), rx, pc, rc);
     };
     if (lane == 0) {
-      t_parent[0] = -1;
       t_meta[0] = 0;
       t_score[0] = 0.0f;
     }
@@ -193,13 +203,12 @@ __global__ void __launch_bounds__(kThreads) ddtree_kernel(BuildArgs a) {
       const uint32_t kA = has_sib && sA > kKeyNegInf ? sA : 0u;
       const uint32_t kC = has_child && sC > kKeyNegInf ? sC : 0u;
       const uint32_t mA = pack_meta(node, d, r + 1), mC = pack_meta(node, d + 1, 0);
-      if (lane == 0) { // the node itself
-        t_parent[node] = r == 0 ? gen : t_parent[gen];
+      if (lane == 0) { // the node itself (two stores; parents and links come afterwards)
         t_meta[node] = hm;
         t_score[node] = cs;
       }
       // Entries ahead of A and of C (the head, entry 0, is being popped). Entries at index
-      // >= count are empty (the frontier holds at most count candidates), so skip them.
+      // >= count - 1 are empty (the frontier holds at most count - 1 candidates), so skip them.
       int cntA = 0, cntC = 0;
       bool tie = false;
 #pragma unroll
@@ -218,7 +227,7 @@ __global__ void __launch_bounds__(kThreads) ddtree_kernel(BuildArgs a) {
       uint32_t nhm = kA > sk && !c_first ? mA : kC > sk && c_first ? mC : sm;
       if (__any_sync(0xFFFFFFFFu, tie)) { // rare: equal scores; full order with path walks
         __syncwarp();                     // lane 0's node fields are visible
-        const int pA = t_parent[node];
+        const int pA = r == 0 ? gen : parent_of(gen);
         cntA = 0;
         cntC = 0;
 #pragma unroll
@@ -298,6 +307,13 @@ __global__ void __launch_bounds__(kThreads) ddtree_kernel(BuildArgs a) {
     const uint32_t m = t_meta[i];
     (meta_rank(m) == 0 ? t_first : t_next)[meta_gen(m)] = i;
   }
+  if (tid == 0)
+    t_parent[0] = -1;
+  __syncthreads();
+  // Parents: every node hands itself to its children by walking their sibling list.
+  for (int p = tid; p < count; p += kThreads)
+    for (int c = t_first[p]; c >= 0; c = t_next[c])
+      t_parent[c] = p;
   __syncthreads();
   const int64_t ob = static_cast<int64_t>(b) * n;
   const DdtreeOutputs& o = a.out;
@@ -333,28 +349,60 @@ __global__ void __launch_bounds__(kThreads) ddtree_kernel(BuildArgs a) {
   if (o.mask == nullptr && o.mask_packed == nullptr)
     return;
   const int W = a.lay.words;
-  uint32_t* rows = a.lay.rows_in_smem ? reinterpret_cast<uint32_t*>(smem + a.lay.off_rows)
-                                      : o.mask_packed + ob * W;
+  if (a.lay.rows_in_smem)
+    write_masks(reinterpret_cast<uint32_t*>(smem + a.lay.off_rows), t_parent, n, W, count, o, ob);
+  else
+    write_masks(o.mask_packed + ob * W, t_parent, n, W, count, o, ob);
+}
+
+// Row i of the ancestor mask: bit j set when j is i or one of its ancestors (padding rows see only
+// themselves). `rows` is shared memory or, when the rows do not fit there, mask_packed itself;
+// the two calls are separate so that the compiler knows each pointer's address space.
+__device__ __forceinline__ void write_masks(uint32_t* rows, const int32_t* t_parent, int n, int W,
+                                            int count, const DdtreeOutputs& o, int64_t ob) {
+  const int tid = threadIdx.x;
   for (int i = tid; i < n; i += kThreads) {
     uint32_t* row = rows + static_cast<int64_t>(i) * W;
-    for (int w = 0; w < W; ++w)
-      row[w] = 0;
-    if (i < count) {
-      for (int j = i; j >= 0; j = t_parent[j])
-        row[j >> 5] |= 1u << (j & 31);
+    if (W <= 4) { // the usual case (budget < 128): gather the row in registers
+      uint32_t acc[4] = {0u, 0u, 0u, 0u};
+      for (int j = i < count ? i : -1; j >= 0; j = t_parent[j]) {
+        const uint32_t bit = 1u << (j & 31);
+#pragma unroll
+        for (int w = 0; w < 4; ++w)
+          acc[w] |= (j >> 5) == w ? bit : 0u;
+      }
+      if (i >= count)
+        acc[(i >> 5) & 3] |= 1u << (i & 31);
+#pragma unroll
+      for (int w = 0; w < 4; ++w)
+        if (w < W)
+          row[w] = acc[w];
     } else {
-      row[i >> 5] |= 1u << (i & 31);
+      for (int w = 0; w < W; ++w)
+        row[w] = 0;
+      if (i < count) {
+        for (int j = i; j >= 0; j = t_parent[j])
+          row[j >> 5] |= 1u << (j & 31);
+      } else {
+        row[i >> 5] |= 1u << (i & 31);
+      }
     }
   }
   __syncthreads();
-  if (a.lay.rows_in_smem && o.mask_packed)
+  if (o.mask_packed && rows != o.mask_packed + ob * W)
     for (int e = tid; e < n * W; e += kThreads)
       o.mask_packed[ob * W + e] = rows[e];
   if (o.mask) {
-    uint8_t* m = o.mask + ob * n;
-    for (int e = tid; e < n * n; e += kThreads) {
-      const int i = e / n, j = e - i * n;
-      m[e] = static_cast<uint8_t>((rows[i * W + (j >> 5)] >> (j & 31)) & 1u);
+    // A warp per row: lane j writes column j, j + 32, ... (coalesced, no division).
+    const int warp = tid >> 5, lane = tid & 31;
+    for (int i = warp; i < n; i += kThreads / 32) {
+      uint8_t* m = o.mask + (ob + i) * n;
+      const uint32_t* row = rows + static_cast<int64_t>(i) * W;
+      for (int c = 0; c < W; ++c) {
+        const int j = 32 * c + lane;
+        if (j < n)
+          m[j] = static_cast<uint8_t>((row[c] >> lane) & 1u);
+      }
     }
   }
 }

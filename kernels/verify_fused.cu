@@ -137,9 +137,7 @@ __global__ void __launch_bounds__(kThreads)
     key = warp_max_packed(key);
     if (tid == 0) {
       partials[row * splits + split] = key;
-      __threadfence();
-      const uint32_t prev = atomicAdd(&counters[b], 1u);
-      is_last = prev == static_cast<uint32_t>(nodes * splits - 1);
+      is_last = arrive_last(&counters[b], static_cast<uint32_t>(nodes * splits));
     }
   }
   __syncthreads();
@@ -147,7 +145,6 @@ __global__ void __launch_bounds__(kThreads)
     return;
 
   // This block finished last for request b: every partial of the request is visible.
-  __threadfence();
   if (!staged)
     for (int i = tid; i < nodes; i += kThreads) {
       if (parents)

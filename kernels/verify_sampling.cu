@@ -251,15 +251,11 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingArgs a) {
   }
   __shared__ bool is_last;
   __syncthreads();
-  if (threadIdx.x == 0) {
-    __threadfence();
-    const uint32_t prev = atomicAdd(&a.counters[b], 1u);
-    is_last = prev == static_cast<uint32_t>(a.rows * a.splits - 1);
-  }
+  if (threadIdx.x == 0)
+    is_last = arrive_last(&a.counters[b], static_cast<uint32_t>(a.rows * a.splits));
   __syncthreads();
   if (!is_last)
     return;
-  __threadfence();
 
   uint64_t seed = a.seed, offset = a.offset;
   if (a.dev_seed_offset) {

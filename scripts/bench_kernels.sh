@@ -31,4 +31,4 @@ cat "$out/gpu.txt"
   { echo "kernel GPU tests: FAILED"; grep -E "FAILED|Failure|error" "$out/tests.log" | head -30; }
 "$build_dir/benchmarks/kernels/bench_kernels" --benchmark_filter="$filter" \
   --benchmark_out="$out/bench.json" --benchmark_out_format=json 2>&1 | tee "$out/bench.txt" |
-  grep -E "^[a-z_]+/" | awk '{printf "%-64s %10s %s\n", $1, $2, $3}'
+  grep -E "^[a-z0-9_]+/" | awk '{printf "%-64s %10s %s\n", $1, $2, $3}'
