@@ -28,7 +28,7 @@ namespace detail {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr uint32_t kKeyNegInf = 0x007FFFFFu;        // score_key(-inf); NaN gets 1, empty is 0
+constexpr uint32_t kKeyNegInf = 0x007FFFFFu; // score_key(-inf); NaN gets 1, empty is 0
 constexpr int kNone = 0x7FFFFFFF;
 
 // Key of a score under the reference order (larger is better). -0 and +0 share a key (they
@@ -48,12 +48,18 @@ __device__ __forceinline__ uint32_t pack_meta(int gen, int depth, int rank) {
   return (static_cast<uint32_t>(gen) << 21) | (static_cast<uint32_t>(depth) << 10) |
          static_cast<uint32_t>(rank);
 }
-__device__ __forceinline__ int meta_gen(uint32_t m) { return static_cast<int>(m >> 21); }
-__device__ __forceinline__ int meta_depth(uint32_t m) { return static_cast<int>((m >> 10) & 0x7FFu); }
-__device__ __forceinline__ int meta_rank(uint32_t m) { return static_cast<int>(m & 0x3FFu); }
+__device__ __forceinline__ int meta_gen(uint32_t m) {
+  return static_cast<int>(m >> 21);
+}
+__device__ __forceinline__ int meta_depth(uint32_t m) {
+  return static_cast<int>((m >> 10) & 0x7FFu);
+}
+__device__ __forceinline__ int meta_rank(uint32_t m) {
+  return static_cast<int>(m & 0x3FFu);
+}
 
 struct Layout {
-  int n, words, kc, dc; // nodes, mask words per row, cached ranks and depths
+  int n, words, kc, dc; // nodes, mask words per row, cached row length (ranks + 1 padding), depths
   bool cache_tables, rows_in_smem;
   std::size_t off_logp, off_ids, off_rows, total;
 };
@@ -63,16 +69,15 @@ Layout make_layout(int budget, int depth, int k, bool want_mask, int smem_limit)
   l.n = budget + 1;
   l.words = (l.n + 31) / 32;
   // A node at depth d and rank r needs r + d <= budget, so deeper rows and higher ranks are
-  // never read.
-  l.kc = k < l.n ? k : l.n;
+  // never read. The cached table has one padding column and one padding row of -inf.
+  l.kc = (k < l.n ? k : l.n) + 1;
   l.dc = depth < budget ? depth : budget;
   // Tree arrays: parent, meta, score, first child, next sibling.
   std::size_t off = align_up(5 * sizeof(int32_t) * l.n, 16);
   const std::size_t rows = sizeof(uint32_t) * static_cast<std::size_t>(l.n) * l.words;
-  const std::size_t table = align_up(sizeof(float) * static_cast<std::size_t>(l.dc) * l.kc, 16);
+  const std::size_t table = align_up(sizeof(float) * static_cast<std::size_t>(l.dc + 1) * l.kc, 16);
   // Cache both tables when they fit beside the tree and, if wanted, the mask rows.
-  l.cache_tables =
-      off + 2 * table + (want_mask ? rows : 0) <= static_cast<std::size_t>(smem_limit);
+  l.cache_tables = off + 2 * table + (want_mask ? rows : 0) <= static_cast<std::size_t>(smem_limit);
   l.off_logp = off;
   l.off_ids = off + (l.cache_tables ? table : 0);
   off += l.cache_tables ? 2 * table : 0;
@@ -112,11 +117,12 @@ __global__ void __launch_bounds__(kThreads) ddtree_kernel(BuildArgs a) {
   const int64_t table0 = static_cast<int64_t>(b) * depth * k;
   const float* glp = a.top_logp + table0;
   const int32_t* gid = a.top_ids + table0;
-  if (CACHED) // a warp per depth row, lanes along the ranks
-    for (int d = tid >> 5; d < a.lay.dc; d += kThreads / 32)
+  if (CACHED) // a warp per depth row, lanes along the ranks; entries no node can use are -inf
+    for (int d = tid >> 5; d <= a.lay.dc; d += kThreads / 32)
       for (int r = tid & 31; r < kc; r += 32) {
-        lpc[d * kc + r] = __ldg(glp + static_cast<int64_t>(d) * k + r);
-        idc[d * kc + r] = __ldg(gid + static_cast<int64_t>(d) * k + r);
+        const bool ok = d < a.lay.dc && r < kc - 1 && d + 1 + r <= budget;
+        lpc[d * kc + r] = ok ? __ldg(glp + static_cast<int64_t>(d) * k + r) : -INFINITY;
+        idc[d * kc + r] = ok ? __ldg(gid + static_cast<int64_t>(d) * k + r) : -1;
       }
   __shared__ int s_count;
   __syncthreads();
@@ -186,15 +192,20 @@ __global__ void __launch_bounds__(kThreads) ddtree_kernel(BuildArgs a) {
       const int gen = meta_gen(hm), d = meta_depth(hm), r = meta_rank(hm);
       // The candidates this pop generates, with the reference's float operations in its order:
       // (score - lp(d, r)) + lp(d, r + 1) for the next sibling A, score + lp(d + 1, 0) for the
-      // first child C. The loads are clamped to readable entries, so there is no branch.
-      const bool has_sib = r + 1 < k && r + 1 + d <= budget;
-      const bool has_child = d < depth && d + 1 <= budget;
-      const float l_r = lp(d, r);
-      const float l_r1 = lp(d, has_sib ? r + 1 : r);
-      const float l_c = lp(has_child ? d + 1 : d, 0);
+      // first child C. A candidate that does not exist or can never become a node (rank + depth >
+      // budget) reads a -inf entry of the padded cached table and is dropped with the -inf ones.
+      bool has_sib = true, has_child = true;
+      int r1 = r + 1, dch = d + 1;
+      if (!CACHED) { // clamp to readable entries instead
+        has_sib = r + 1 < k && r + 1 + d <= budget;
+        has_child = d < depth && d + 1 <= budget;
+        r1 = has_sib ? r + 1 : r;
+        dch = has_child ? d + 1 : d;
+      }
+      const float l_r = lp(d, r), l_r1 = lp(d, r1), l_c = lp(dch, 0);
       float cs = score_of(hk);
       if (hk == 0x80000000u) { // +-0: the key dropped the sign; recompute the reference's value
-        __syncwarp();           // lane 0's earlier t_score stores are visible
+        __syncwarp();          // lane 0's earlier t_score stores are visible
         cs = r == 0 ? (gen == 0 ? l_r : __fadd_rn(t_score[gen], l_r))
                     : __fadd_rn(__fsub_rn(t_score[gen], lp(d, r - 1)), l_r);
       }
@@ -444,8 +455,8 @@ Status build_ddtree(const float* top_logp, const int32_t* top_ids, const int32_t
                       " does not fit in shared memory on this GPU",
                   "also pass out.mask_packed (the kernel builds the rows there)", where);
   detail::BuildArgs a{top_logp, top_ids, root_tokens, seq_lens, depth, k, budget, lay, out};
-  const detail::KernelFn kernel = lay.cache_tables ? detail::pick_kernel<true>(budget)
-                                                   : detail::pick_kernel<false>(budget);
+  const detail::KernelFn kernel =
+      lay.cache_tables ? detail::pick_kernel<true>(budget) : detail::pick_kernel<false>(budget);
   if (lay.total > 48 * 1024) {
     cudaFuncAttributes attr{};
     cudaError_t e = cudaFuncGetAttributes(&attr, kernel);

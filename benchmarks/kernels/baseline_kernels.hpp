@@ -28,6 +28,11 @@ void walk_one_thread(int32_t* predicts, int32_t* accept_index, int32_t* accept_n
                      const int64_t* next_token, const int64_t* next_sibling,
                      const int64_t* target_predict, int batch, int nodes, int steps,
                      CUstream_st* s);
+/// Reads `na` floats of `a` and `nb` of `b` once (both multiples of 4, 16-byte aligned) and
+/// writes one partial sum per block into `out` (at most `max_blocks` floats): the measured cost
+/// of reading a verifier's inputs once, the reference for "within 1.5x of reading the inputs".
+void read_once_f32(const float* a, int64_t na, const float* b, int64_t nb, float* out,
+                   int max_blocks, CUstream_st* s);
 /// An empty kernel (launch overhead reference).
 void empty_kernel(CUstream_st* s);
 

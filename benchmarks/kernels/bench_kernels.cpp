@@ -399,6 +399,34 @@ void BM_chain_sampling(benchmark::State& st, int batch, int kk, bool cold) {
       static_cast<double>(tb + db));
 }
 
+// Reading the same inputs once (tree: target probabilities; chain: target and draft
+// probabilities), the reference for the sampling verifiers' "x read-once" ratio.
+void BM_read_once(benchmark::State& st, std::size_t floats_a, std::size_t floats_b, bool cold) {
+  const std::size_t bytes = (floats_a + floats_b) * 4;
+  const int R = rotation(bytes, cold);
+  std::vector<std::unique_ptr<DevMem>> a, b;
+  for (int r = 0; r < R; ++r) {
+    a.push_back(std::make_unique<DevMem>(floats_a * 4));
+    b.push_back(std::make_unique<DevMem>(floats_b * 4));
+    if (!a.back()->p || !b.back()->p)
+      return st.SkipWithError("out of device memory");
+    bb::fill_random_f32(a.back()->as<float>(), floats_a, 3 + r, nullptr);
+    if (floats_b > 0)
+      bb::fill_random_f32(b.back()->as<float>(), floats_b, 70 + r, nullptr);
+  }
+  constexpr int kMaxBlocks = 132 * 8;
+  DevMem out(kMaxBlocks * 4);
+  cudaDeviceSynchronize();
+  time_graph(
+      st, cold ? R : 20,
+      [&](int i, cudaStream_t s) {
+        bb::read_once_f32(a[i % R]->as<float>(), floats_a, b[i % R]->as<float>(), floats_b,
+                          out.as<float>(), kMaxBlocks, s);
+        return cudaGetLastError() == cudaSuccess;
+      },
+      static_cast<double>(bytes));
+}
+
 void BM_copy(benchmark::State& st) {
   const std::size_t bytes = std::size_t(1) << 31;
   DevMem a(bytes), b(bytes);
@@ -511,12 +539,20 @@ int main(int argc, char** argv) {
     reg(
         "tree_sampling_fp32" + sz + "/cold",
         [=](benchmark::State& s) { BM_tree_sampling(s, b, n, true); }, 20);
+    const std::size_t fa = std::size_t(b) * n * kVocab;
+    reg(
+        "read_once_fp32/tree" + sz + "/cold",
+        [=](benchmark::State& s) { BM_read_once(s, fa, 0, true); }, 20);
   }
   for (auto [b, kk] : {std::pair{1, 7}, {8, 15}, {64, 7}}) {
     const std::string sz = "/B" + std::to_string(b) + "xK" + std::to_string(kk);
     reg(
         "chain_sampling_fp32" + sz + "/cold",
         [=](benchmark::State& s) { BM_chain_sampling(s, b, kk, true); }, 20);
+    const std::size_t ft = std::size_t(b) * (kk + 1) * kVocab, fd = std::size_t(b) * kk * kVocab;
+    reg(
+        "read_once_fp32/chain" + sz + "/cold",
+        [=](benchmark::State& s) { BM_read_once(s, ft, fd, true); }, 20);
   }
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();

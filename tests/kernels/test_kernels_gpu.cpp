@@ -579,8 +579,8 @@ void run_ddtree(std::mt19937& rng, int batch, int depth, int kk, int budget, boo
 TEST(KernelsGpu, DdtreeBuildMatchesReferenceBitForBit) {
   std::mt19937 rng(17);
   // Budgets on both sides of every frontier-list size (32, 64, 128, 256, 512 entries).
-  for (int budget : {0, 1, 2, 7, 15, 16, 31, 32, 63, 64, 65, 96, 127, 128, 129, 255, 256, 257,
-                     512, 513, 1024})
+  for (int budget :
+       {0, 1, 2, 7, 15, 16, 31, 32, 63, 64, 65, 96, 127, 128, 129, 255, 256, 257, 512, 513, 1024})
     for (int depth : {1, 4, 16})
       for (int kk : {1, 2, 8, 32}) {
         if (budget > 256 && (kk == 1 || depth == 1))
