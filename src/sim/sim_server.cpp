@@ -340,6 +340,9 @@ struct SimServer::Impl {
     std::lock_guard lk(mu);
     const std::string lbl = "{model_name=\"" + opt.model_path + "\"}";
     std::ostringstream o;
+    // Every digit: the default 6 would print a counter of 1234567 as 1.23457e+06, and a client's
+    // delta across such a scrape would be off by up to 5.
+    o.precision(17);
     auto counter = [&](const char* name, const char* help, double v) {
       o << "# HELP " << name << ' ' << help << "\n# TYPE " << name << " counter\n"
         << name << lbl << ' ' << v << '\n';
