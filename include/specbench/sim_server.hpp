@@ -123,6 +123,7 @@ enum class SimFault {
   malformed_json, ///< generation answers are 200 with broken JSON / SSE
   trickle,        ///< generation answers dribble out a byte at a time, slowly
   wrong_content_length, ///< generation answers claim more bytes than they send, then close
+  no_metrics,           ///< /metrics answers 404 (SGLang without --enable-metrics); all else works
 };
 /// Stable name as on the command line, e.g. "crash-after".
 const char* to_string(SimFault fault) noexcept;

@@ -133,7 +133,8 @@ const Registrar reg{Command{
           ->capture_default_str();
       sub->add_option("--fault", args->fault,
                       "none, fail-start, oom-start, exit-start, nccl-error, crash-after:N, hang, "
-                      "hang-after:N, unavailable, malformed-json, trickle, wrong-content-length")
+                      "hang-after:N, unavailable, malformed-json, trickle, wrong-content-length, "
+                      "no-metrics")
           ->capture_default_str();
       sub->add_option("--trickle-interval-ms", o.trickle_interval_ms, "trickle: gap between bytes")
           ->capture_default_str();

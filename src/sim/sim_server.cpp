@@ -793,8 +793,11 @@ struct SimServer::Impl {
                         {"is_generation", true},
                         {"synthetic_model", true},
                         {"note", sim_synthetic_note()}});
-    if (p == "/metrics")
+    if (p == "/metrics") {
+      if (opt.fault.kind == SimFault::no_metrics) // SGLang without --enable-metrics
+        return send_json(c, 404, {{"detail", "Not Found"}, {"synthetic_model", true}});
       return c.send(200, "text/plain; version=0.0.4", metrics_text(), extra_headers());
+    }
     if (p == "/v1/models")
       return send_json(c, 200,
                        {{"object", "list"},

@@ -282,6 +282,8 @@ const char* to_string(SimFault fault) noexcept {
     return "trickle";
   case SimFault::wrong_content_length:
     return "wrong-content-length";
+  case SimFault::no_metrics:
+    return "no-metrics";
   }
   return "?";
 }
@@ -291,7 +293,8 @@ Expected<SimFaultSpec> parse_sim_fault(std::string_view text) {
       SimFault::none,           SimFault::fail_start, SimFault::oom_start,
       SimFault::exit_start,     SimFault::nccl_error, SimFault::crash_after,
       SimFault::hang,           SimFault::hang_after, SimFault::unavailable,
-      SimFault::malformed_json, SimFault::trickle,    SimFault::wrong_content_length};
+      SimFault::malformed_json, SimFault::trickle,    SimFault::wrong_content_length,
+      SimFault::no_metrics};
   std::string_view name = text, count;
   if (auto colon = text.find(':'); colon != std::string_view::npos) {
     name = text.substr(0, colon);

@@ -106,8 +106,9 @@ TEST(SimModel, DecoderReportsVerifyWidthAndDraftPositions) {
 }
 
 TEST(SimFaults, ParseEveryFaultAndRejectNonsense) {
-  for (const char* f : {"none", "fail-start", "oom-start", "exit-start", "nccl-error", "hang",
-                        "unavailable", "malformed-json", "trickle", "wrong-content-length"}) {
+  for (const char* f :
+       {"none", "fail-start", "oom-start", "exit-start", "nccl-error", "hang", "unavailable",
+        "malformed-json", "trickle", "wrong-content-length", "no-metrics"}) {
     auto p = parse_sim_fault(f);
     ASSERT_TRUE(p.has_value()) << f;
     EXPECT_STREQ(to_string(p->kind), f);
