@@ -82,7 +82,7 @@ struct ServerDelta {
 };
 
 /// Differences two snapshots (counters that went down, e.g. after a restart, are noted and
-/// skipped).
+/// skipped; when `before` has no metrics but `after` has, counters are not differenced at all).
 ServerDelta diff_snapshots(const ServerSnapshot& before, const ServerSnapshot& after);
 
 /// POST /flush_cache (SGLang: frees the prefix cache and resets speculative counters; only

@@ -227,9 +227,17 @@ ServerDelta diff_snapshots(const ServerSnapshot& before, const ServerSnapshot& a
   std::map<std::string, double> prev;
   for (const auto& s : before.samples)
     prev[s.key()] = s.value;
+  // Without a "before" scrape every counter would count from 0: the server's lifetime totals
+  // would pass for the interval's. Only gauges are kept then.
+  const bool counters = before.metrics_ok || !after.metrics_ok;
+  if (!counters)
+    d.notes.push_back("no metrics before the interval (" + before.metrics_error +
+                      "); counters not differenced");
   for (const auto& s : after.samples) {
     const std::string k = s.key();
     if (ends_with(s.name, "_total") || ends_with(s.name, "_count") || ends_with(s.name, "_sum")) {
+      if (!counters)
+        continue;
       auto it = prev.find(k);
       const double p = it == prev.end() ? 0.0 : it->second;
       if (s.value < p) {

@@ -323,6 +323,24 @@ TEST(Metrics, VllmCounterDeltasGiveAcceptanceLength) {
   EXPECT_FALSE(r.notes.empty());
 }
 
+// A "before" scrape that failed must not turn the server's lifetime totals into the interval's.
+TEST(Metrics, NoCounterDeltasWithoutABeforeScrape) {
+  ServerSnapshot a, b;
+  a.metrics_error = "/metrics: connection timed out";
+  b.metrics_ok = true;
+  b.samples = parse_prometheus_text("vllm:spec_decode_num_drafts_total 140\n"
+                                    "vllm:spec_decode_num_draft_tokens_total 2100\n"
+                                    "vllm:spec_decode_num_accepted_tokens_total 400\n"
+                                    "vllm:num_requests_running 3\n");
+  const auto d = diff_snapshots(a, b);
+  EXPECT_TRUE(d.counter_deltas.empty());
+  EXPECT_LT(d.acceptance_length, 0);
+  EXPECT_LT(d.draft_acceptance_rate, 0);
+  EXPECT_DOUBLE_EQ(d.gauges_after.at("vllm:num_requests_running"), 3);
+  ASSERT_FALSE(d.notes.empty());
+  EXPECT_NE(d.notes.front().find("connection timed out"), std::string::npos) << d.notes.front();
+}
+
 TEST(Metrics, ScrapeWithoutEndpointsIsNotAnError) {
   ScrapeOptions sc;
   sc.base_url = "http://127.0.0.1:1"; // nothing listens on port 1
