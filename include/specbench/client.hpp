@@ -178,6 +178,16 @@ struct WorkloadResult {
   std::string aborted;         ///< non-empty when the workload was aborted: the reason
 };
 
+/// Called by run_workload on the calling thread around each measured run (never around the
+/// warm-up): `before_run(r)` right before run r sends its first request, `after_run(result)`
+/// right after its last answer (also when it was aborted). Lets a caller take figures that cover
+/// exactly the measured requests (the runner scrapes the server's counters here); time spent in
+/// a hook is not part of any run's wall time.
+struct RunHooks {
+  std::function<void(int run)> before_run;
+  std::function<void(const RunResult& result)> after_run;
+};
+
 /// The measuring client. One object per server; run() may be called repeatedly, not
 /// concurrently. abort() is thread-safe (e.g. from a Watchdog callback or a signal-watching
 /// thread).
@@ -200,9 +210,11 @@ public:
   /// at Workload::concurrency. Prompts are taken in order, cycling: warmup from index 0, run r
   /// from warmup + r * requests; so make_prompts(workload, warmup + runs * requests) gives every
   /// request a prompt of its own (no prefix-cache hits between runs). Stops early after abort().
+  /// `hooks` are called around each measured run (see RunHooks).
   Expected<WorkloadResult> run_workload(const Workload& workload,
                                         const std::vector<Prompt>& prompts,
-                                        const ProgressCallback& progress = {});
+                                        const ProgressCallback& progress = {},
+                                        const RunHooks& hooks = {});
 
   /// One request, synchronously (the readiness probe and tests use it).
   RequestRecord send(const RequestSpec& request);

@@ -830,7 +830,8 @@ Expected<RunResult> Client::run(const std::vector<RequestSpec>& requests, int co
 
 Expected<WorkloadResult> Client::run_workload(const Workload& workload,
                                               const std::vector<Prompt>& prompts,
-                                              const ProgressCallback& progress) {
+                                              const ProgressCallback& progress,
+                                              const RunHooks& hooks) {
   if (prompts.empty())
     return Status(StatusCode::invalid_argument, "no prompts for workload '" + workload.name + "'",
                   "check the dataset or prompt_tokens");
@@ -848,11 +849,15 @@ Expected<WorkloadResult> Client::run_workload(const Workload& workload,
   }
   for (int r = 0; r < workload.runs; ++r) {
     const int offset = workload.warmup + r * workload.requests;
-    auto res = run(make_requests(workload, prompts, workload.requests, offset),
-                   workload.concurrency, progress, r);
+    auto requests = make_requests(workload, prompts, workload.requests, offset);
+    if (hooks.before_run)
+      hooks.before_run(r);
+    auto res = run(requests, workload.concurrency, progress, r);
     if (!res)
       return res.status();
     out.runs.push_back(std::move(*res));
+    if (hooks.after_run)
+      hooks.after_run(out.runs.back());
     if (!out.runs.back().aborted.empty()) {
       out.aborted = out.runs.back().aborted;
       break;

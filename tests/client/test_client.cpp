@@ -115,6 +115,33 @@ TEST(Client, MeasuredAcceptanceEqualsWhatTheServerComputed) {
       320);
 }
 
+// The hooks bracket each measured run and never the warm-up: when before_run(r) is called the
+// server has finished exactly the warm-up and the earlier runs, and nothing of run r yet.
+TEST(Client, RunHooksBracketEachMeasuredRunButNotTheWarmup) {
+  LocalSim sim(fast_sim(MethodKind::linear, 8));
+  Workload w = small_workload(8, 6, 3, 2);
+  w.warmup = 2;
+  w.runs = 2;
+  auto prompts = make_prompts(w, w.warmup + w.runs * w.requests);
+  ASSERT_TRUE(prompts.has_value());
+  std::vector<std::string> calls;
+  RunHooks hooks;
+  hooks.before_run = [&](int r) {
+    calls.push_back("before " + std::to_string(r));
+    EXPECT_EQ(sim.server->stats().finished_requests, w.warmup + r * w.requests);
+  };
+  hooks.after_run = [&](const RunResult& run) {
+    calls.push_back("after " + std::to_string(run.run));
+    EXPECT_EQ(run.ok_count, w.requests);
+    EXPECT_EQ(sim.server->stats().finished_requests, w.warmup + (run.run + 1) * w.requests);
+  };
+  Client client(opts_for(sim.url));
+  auto res = client.run_workload(w, *prompts, {}, hooks);
+  ASSERT_TRUE(res.has_value()) << res.status().to_string();
+  EXPECT_EQ(res->warmup.records.size(), 2u);
+  EXPECT_EQ(calls, (std::vector<std::string>{"before 0", "after 0", "before 1", "after 1"}));
+}
+
 TEST(Client, NonStreamingGenerateAndOpenAIShapes) {
   LocalSim sim(fast_sim(MethodKind::linear, 8));
   const Workload w = small_workload(12, 20, 3, 3);
