@@ -67,6 +67,29 @@ struct RequestMetrics {
   double tpot_s() const noexcept;
 };
 
+/// What the server itself said about one measured run: its Prometheus /metrics counters and
+/// SGLang /server_info, scraped right before the run's first request and right after its last
+/// answer (warm-up excluded) and differenced. Kept apart from the client's figures because they
+/// are the server's view: counters include every client's traffic during the interval, and SGLang's
+/// avg_spec_accept_length is cumulative since the server started and lags up to 40 decode steps.
+/// A scrape that fails leaves the figures absent with the reason; it never fails the cell.
+struct ServerSideFigures {
+  double interval_s = 0;         ///< time between the two scrapes
+  bool metrics_ok = false;       ///< /metrics answered with Prometheus text before and after
+  std::string metrics_error;     ///< why not (e.g. "/metrics answered HTTP 404")
+  bool server_info_ok = false;   ///< /server_info answered a JSON object before and after
+  std::string server_info_error; ///< why not
+  /// Tokens committed per verify step from counter deltas (bonus token included, the first,
+  /// prefill token not); absent without speculative counters.
+  std::optional<double> acceptance_length;
+  std::string acceptance_source; ///< which counters, e.g. "vLLM: 1 + delta ... / delta ..."
+  std::optional<double> draft_acceptance_rate; ///< accepted / proposed draft tokens (deltas)
+  /// SGLang internal_states[0].avg_spec_accept_length after the run (not a delta: cumulative
+  /// since the server started or the last /flush_cache; lags up to decode_log_interval steps).
+  std::optional<double> sglang_avg_spec_accept_length_after;
+  std::vector<std::string> notes; ///< caveats from the scrape (counter went down, synthetic, ...)
+};
+
 /// Summary of one measured run (all its requests).
 struct RunSummary {
   int run = 0;                    ///< 0-based run index
@@ -78,6 +101,9 @@ struct RunSummary {
   /// Sum of output tokens / sum of verify steps over completed requests that report verify
   /// steps (the bonus token included); absent when the server reports none.
   std::optional<double> acceptance_length;
+  /// The server's own figures for this run; absent when not scraped (results written before
+  /// specbench recorded them). Set by the runner, not by summarize_runs.
+  std::optional<ServerSideFigures> server_side;
 };
 
 /// Summary of a cell over all its runs. Latency distributions pool the completed requests of

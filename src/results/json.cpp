@@ -199,6 +199,38 @@ RequestMetrics request_from_json(const json& j) {
   return r;
 }
 
+json server_side_to_json(const ServerSideFigures& s) {
+  auto text = [](const std::string& t) { return t.empty() ? json(nullptr) : json(t); };
+  return {{"interval_s", s.interval_s},
+          {"metrics_ok", s.metrics_ok},
+          {"metrics_error", text(s.metrics_error)},
+          {"server_info_ok", s.server_info_ok},
+          {"server_info_error", text(s.server_info_error)},
+          {"acceptance_length", opt(s.acceptance_length)},
+          {"acceptance_source", text(s.acceptance_source)},
+          {"draft_acceptance_rate", opt(s.draft_acceptance_rate)},
+          {"sglang_avg_spec_accept_length_after", opt(s.sglang_avg_spec_accept_length_after)},
+          {"notes", s.notes}};
+}
+ServerSideFigures server_side_from_json(const json& j) {
+  auto text = [&](const char* key) {
+    auto it = j.find(key);
+    return it == j.end() || it->is_null() ? std::string() : it->get<std::string>();
+  };
+  ServerSideFigures s;
+  s.interval_s = j.value("interval_s", 0.0);
+  s.metrics_ok = j.at("metrics_ok").get<bool>();
+  s.metrics_error = text("metrics_error");
+  s.server_info_ok = j.at("server_info_ok").get<bool>();
+  s.server_info_error = text("server_info_error");
+  s.acceptance_length = opt_double(j, "acceptance_length");
+  s.acceptance_source = text("acceptance_source");
+  s.draft_acceptance_rate = opt_double(j, "draft_acceptance_rate");
+  s.sglang_avg_spec_accept_length_after = opt_double(j, "sglang_avg_spec_accept_length_after");
+  s.notes = j.value("notes", std::vector<std::string>{});
+  return s;
+}
+
 json run_to_json(const RunSummary& r) {
   return {{"run", r.run},
           {"requests", r.requests},
@@ -206,7 +238,8 @@ json run_to_json(const RunSummary& r) {
           {"duration_s", r.duration_s},
           {"output_tokens", r.output_tokens},
           {"output_tokens_per_s", r.output_tokens_per_s},
-          {"acceptance_length", opt(r.acceptance_length)}};
+          {"acceptance_length", opt(r.acceptance_length)},
+          {"server_side", r.server_side ? server_side_to_json(*r.server_side) : json(nullptr)}};
 }
 RunSummary run_from_json(const json& j) {
   RunSummary r;
@@ -217,6 +250,9 @@ RunSummary run_from_json(const json& j) {
   r.output_tokens = j.at("output_tokens").get<int64_t>();
   r.output_tokens_per_s = j.at("output_tokens_per_s").get<double>();
   r.acceptance_length = opt_double(j, "acceptance_length");
+  // Optional: results written before specbench recorded server-side figures have no key.
+  if (auto it = j.find("server_side"); it != j.end() && !it->is_null())
+    r.server_side = server_side_from_json(*it);
   return r;
 }
 

@@ -15,6 +15,8 @@ nlohmann::json provenance_to_json(const Provenance& p);
 Provenance provenance_from_json(const nlohmann::json& j);
 nlohmann::json request_to_json(const RequestMetrics& r);
 RequestMetrics request_from_json(const nlohmann::json& j);
+nlohmann::json server_side_to_json(const ServerSideFigures& s);
+ServerSideFigures server_side_from_json(const nlohmann::json& j);
 nlohmann::json run_to_json(const RunSummary& r);
 RunSummary run_from_json(const nlohmann::json& j);
 nlohmann::json summary_to_json(const CellSummary& c);

@@ -91,6 +91,90 @@ TEST(CellResultJson, RoundTripKeepsEverything) {
   EXPECT_EQ(to_json(*back), text);
 }
 
+TEST(CellResultJson, ServerSideFiguresRoundTrip) {
+  auto r = sample_result("tp1-ddtree-b12", 4);
+  for (auto& q : r.requests)
+    q.run = q.index % 2;
+  r.runs = summarize_runs(r.requests, 2);
+  ServerSideFigures full;
+  full.interval_s = 1.25;
+  full.metrics_ok = true;
+  full.server_info_ok = true;
+  full.acceptance_length = 2.75;
+  full.acceptance_source = "vLLM: 1 + delta spec_decode_num_accepted_tokens / delta "
+                           "spec_decode_num_drafts";
+  full.draft_acceptance_rate = 0.3125;
+  full.sglang_avg_spec_accept_length_after = 2.5;
+  full.notes = {"the server's model is synthetic (specbench sim-server)"};
+  r.runs[0].server_side = full;
+  ServerSideFigures none;
+  none.interval_s = 0.5;
+  none.metrics_error = "/metrics answered HTTP 404";
+  none.server_info_error = "/server_info: connection refused";
+  r.runs[1].server_side = none;
+  const auto text = to_json(r);
+  auto back = cell_result_from_json(text);
+  ASSERT_TRUE(back) << back.status().to_string();
+  ASSERT_EQ(back->runs.size(), 2u);
+  ASSERT_TRUE(back->runs[0].server_side);
+  const auto& a = *back->runs[0].server_side;
+  EXPECT_DOUBLE_EQ(a.interval_s, 1.25);
+  EXPECT_TRUE(a.metrics_ok);
+  EXPECT_TRUE(a.metrics_error.empty());
+  EXPECT_TRUE(a.server_info_ok);
+  EXPECT_EQ(a.acceptance_length, 2.75);
+  EXPECT_EQ(a.acceptance_source, full.acceptance_source);
+  EXPECT_EQ(a.draft_acceptance_rate, 0.3125);
+  EXPECT_EQ(a.sglang_avg_spec_accept_length_after, 2.5);
+  EXPECT_EQ(a.notes, full.notes);
+  ASSERT_TRUE(back->runs[1].server_side);
+  const auto& b = *back->runs[1].server_side;
+  EXPECT_FALSE(b.metrics_ok);
+  EXPECT_EQ(b.metrics_error, "/metrics answered HTTP 404");
+  EXPECT_FALSE(b.server_info_ok);
+  EXPECT_EQ(b.server_info_error, "/server_info: connection refused");
+  EXPECT_FALSE(b.acceptance_length);
+  EXPECT_FALSE(b.draft_acceptance_rate);
+  EXPECT_FALSE(b.sglang_avg_spec_accept_length_after);
+  EXPECT_EQ(to_json(*back), text);
+  // A run without the section is written as null and read back as absent.
+  r.runs[1].server_side.reset();
+  const auto text2 = to_json(r);
+  EXPECT_NE(text2.find("\"server_side\": null"), std::string::npos);
+  auto back2 = cell_result_from_json(text2);
+  ASSERT_TRUE(back2);
+  EXPECT_FALSE(back2->runs[1].server_side);
+}
+
+// A result written by specbench before runs had a server-side section (a build stamped 646573c,
+// the demo sweep): it must still load, so a resume keeps it instead of moving it aside as
+// unreadable.
+TEST(CellResultJson, AResultWithoutServerSideFiguresStillParses) {
+  std::ifstream in(specbench::testing::source_dir() /
+                   "tests/results/fixtures/cell_result_before_server_side.json");
+  ASSERT_TRUE(in);
+  std::stringstream text;
+  text << in.rdbuf();
+  ASSERT_EQ(text.str().find("server_side"), std::string::npos) << "not an old result";
+  auto r = cell_result_from_json(text.str());
+  ASSERT_TRUE(r) << r.status().to_string();
+  EXPECT_EQ(r->schema_version, results_schema_version);
+  EXPECT_EQ(r->cell_id, "tp1-ddtree-b16");
+  EXPECT_TRUE(r->complete());
+  ASSERT_EQ(r->runs.size(), 2u);
+  for (const auto& run : r->runs) {
+    EXPECT_FALSE(run.server_side);
+    ASSERT_TRUE(run.acceptance_length);
+  }
+  EXPECT_EQ(r->requests.size(), 24u);
+  ASSERT_TRUE(r->summary.acceptance_length);
+  EXPECT_NEAR(*r->summary.acceptance_length, 3.4594594594594597, 1e-12);
+  // Written again, absent sections become explicit nulls and read back the same.
+  auto again = cell_result_from_json(to_json(*r));
+  ASSERT_TRUE(again);
+  EXPECT_FALSE(again->runs[0].server_side);
+}
+
 TEST(CellResultJson, RejectsOtherSchemaVersionsAndGarbage) {
   auto r = sample_result("a");
   r.schema_version = results_schema_version + 1;
