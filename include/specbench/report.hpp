@@ -41,6 +41,18 @@ struct ReportCell {
   /// Σ output tokens / Σ verify steps; 1 for autoregressive cells by definition; absent when
   /// the server reported no verify steps.
   std::optional<double> acceptance_length;
+  /// Server-side acceptance length: the mean over the cell's runs of the figure from the server's
+  /// own counter deltas (RunSummary::server_side). It counts verify-step tokens only (not the
+  /// first, prefill token) and every client the server had; absent when no run has it.
+  std::optional<double> server_acceptance_length;
+  std::string server_acceptance_source; ///< which counters (first run that had them)
+  /// SGLang avg_spec_accept_length after the last scraped run (cumulative since the server
+  /// started, warm-up included; lags up to 40 decode steps); absent when not reported.
+  std::optional<double> sglang_avg_spec_accept_length;
+  int server_side_runs = 0; ///< runs with server-side figures (0: not scraped, e.g. old results)
+  /// Why server_acceptance_length is absent although runs were scraped (e.g. "/metrics answered
+  /// HTTP 404", "no speculative counters in /metrics"); "" otherwise.
+  std::string server_side_absent_reason;
   /// mean tok/s of this cell / mean tok/s of the autoregressive cell of the same phase and
   /// workload; absent when either is not ok.
   std::optional<double> speedup;

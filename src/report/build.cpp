@@ -47,6 +47,30 @@ ReportCell make_cell(const CellResult& r) {
   if (r.status == CellStatus::ok && r.method.kind == MethodKind::autoregressive &&
       !c.acceptance_length)
     c.acceptance_length = 1.0; // one token per target pass, by definition
+  // The server's own view, kept apart from the client's: mean over the runs that have it.
+  double sum = 0;
+  int with_figure = 0;
+  for (const auto& run : r.runs) {
+    if (!run.server_side)
+      continue;
+    const ServerSideFigures& s = *run.server_side;
+    ++c.server_side_runs;
+    if (s.acceptance_length) {
+      sum += *s.acceptance_length;
+      ++with_figure;
+      if (c.server_acceptance_source.empty())
+        c.server_acceptance_source = s.acceptance_source;
+    } else if (c.server_side_absent_reason.empty()) {
+      c.server_side_absent_reason =
+          s.metrics_ok ? "no speculative counters in /metrics" : s.metrics_error;
+    }
+    if (s.sglang_avg_spec_accept_length_after)
+      c.sglang_avg_spec_accept_length = s.sglang_avg_spec_accept_length_after; // the latest
+  }
+  if (with_figure > 0) {
+    c.server_acceptance_length = sum / with_figure;
+    c.server_side_absent_reason.clear();
+  }
   c.notes = r.notes;
   return c;
 }

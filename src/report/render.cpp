@@ -42,6 +42,15 @@ std::string acc(const ReportCell& c) {
   return fmt::format("{:.2f}", *c.acceptance_length);
 }
 
+// The server's own figure (†): its counter deltas, else SGLang's cumulative average, marked.
+std::string server_acc(const ReportCell& c) {
+  if (c.server_acceptance_length)
+    return fmt::format("{:.2f}", *c.server_acceptance_length);
+  if (c.sglang_avg_spec_accept_length)
+    return fmt::format("{:.2f} (SGLang avg)", *c.sglang_avg_spec_accept_length);
+  return "–";
+}
+
 std::string status_cell(const ReportCell& c) {
   std::string s = to_string(c.status);
   if (!c.stage.empty() && c.status != CellStatus::ok)
@@ -136,15 +145,28 @@ std::string report_markdown(const Report& r) {
       continue;
     }
     o << "| cell | method | workload | status | output tok/s | speedup | TPOT speedup | "
-         "acceptance length | TTFT p50/p90/p99 ms | TPOT p50/p90/p99 ms | ITL p50/p90/p99 ms |\n";
-    o << "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+         "acceptance length | server-side acceptance length † | TTFT p50/p90/p99 ms | "
+         "TPOT p50/p90/p99 ms | ITL p50/p90/p99 ms |\n";
+    o << "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
     for (const auto& c : p.cells) {
       o << "| " << md_escape(c.cell_id) << " | " << c.method.id() << " | " << md_escape(c.workload)
         << " | " << md_escape(status_cell(c)) << " | " << tps(c) << " | " << speedup(c) << " | "
         << (c.tpot_speedup ? fmt::format("{:.2f}×", *c.tpot_speedup) : "–") << " | " << acc(c)
-        << " | " << ms3(c.ttft_s) << " | " << ms3(c.tpot_s) << " | " << ms3(c.itl_s) << " |\n";
+        << " | " << server_acc(c) << " | " << ms3(c.ttft_s) << " | " << ms3(c.tpot_s) << " | "
+        << ms3(c.itl_s) << " |\n";
     }
     o << "\n";
+    // Why a speculative cell has no server-side figure (autoregressive cells have none to give).
+    bool listed = false;
+    for (const auto& c : p.cells)
+      if (!c.server_side_absent_reason.empty() && c.method.kind != MethodKind::autoregressive &&
+          !c.sglang_avg_spec_accept_length) {
+        o << (listed ? "; " : "† not available for ") << c.cell_id << ": "
+          << md_escape(c.server_side_absent_reason);
+        listed = true;
+      }
+    if (listed)
+      o << "\n\n";
   }
 
   bool any_bad = !r.missing.empty();
@@ -195,6 +217,17 @@ std::string report_markdown(const Report& r) {
        "cell mean TPOT.\n"
        "- acceptance length: Σ output tokens / Σ verify steps over completed requests (server's "
        "per-request verify count; the bonus token included); 1 for autoregressive by definition.\n"
+       "- † server-side acceptance length: the server's own figure, not measured per request: "
+       "per run, the difference of its /metrics counters scraped right before the run's first "
+       "request and right after its last answer (warm-up excluded), mean over runs "
+       "(sim-server: Δ accepted tokens / Δ verify steps; vLLM, llama.cpp: 1 + Δ accepted / Δ "
+       "drafts). Caveats: the counters include every client the server had during the run; they "
+       "count verify-step tokens only, so with no other traffic they read lower than the "
+       "client-side figure by about requests / verify steps (each request's first token comes "
+       "from prefill). \"(SGLang avg)\": SGLang's avg_spec_accept_length where there are no "
+       "counters, cumulative since the server started (warm-up included), DP rank 0 only, "
+       "lagging up to 40 decode steps. – when the server gives neither (autoregressive cells, no "
+       "/metrics: the reason is in report.json).\n"
        "- TTFT: time to the first token; TPOT: (latency − TTFT) / (output tokens − 1); ITL: gap "
        "between streamed chunks. Percentiles over all completed requests of all runs.\n";
   return o.str();
@@ -204,7 +237,9 @@ std::string report_csv(const Report& r) {
   std::ostringstream o;
   o << "phase,tp,cell,method,kind,block,budget,workload,status,stage,reason,runs,requests,"
        "failed_requests,output_tps_mean,output_tps_stddev,speedup,speedup_stddev,speedup_min,"
-       "speedup_max,tpot_speedup,acceptance_length,ttft_p50_ms,ttft_p90_ms,ttft_p99_ms,"
+       "speedup_max,tpot_speedup,acceptance_length,server_acceptance_length,"
+       "server_acceptance_source,sglang_avg_spec_accept_length,server_side_absent_reason,"
+       "ttft_p50_ms,ttft_p90_ms,ttft_p99_ms,"
        "tpot_p50_ms,tpot_p90_ms,tpot_p99_ms,itl_p50_ms,itl_p90_ms,itl_p99_ms,baseline\n";
   for (const auto& p : r.phases)
     for (const auto& c : p.cells) {
@@ -220,7 +255,9 @@ std::string report_csv(const Report& r) {
         << (ok ? num(c.output_tokens_per_s.stddev) : "") << ',' << opt_num(c.speedup) << ','
         << (c.speedup ? num(c.speedup_stddev) : "") << ',' << (c.speedup ? num(c.speedup_min) : "")
         << ',' << (c.speedup ? num(c.speedup_max) : "") << ',' << opt_num(c.tpot_speedup) << ','
-        << opt_num(c.acceptance_length) << ',' << ms(c.ttft_s, c.ttft_s.p50) << ','
+        << opt_num(c.acceptance_length) << ',' << opt_num(c.server_acceptance_length) << ','
+        << csv_field(c.server_acceptance_source) << ',' << opt_num(c.sglang_avg_spec_accept_length)
+        << ',' << csv_field(c.server_side_absent_reason) << ',' << ms(c.ttft_s, c.ttft_s.p50) << ','
         << ms(c.ttft_s, c.ttft_s.p90) << ',' << ms(c.ttft_s, c.ttft_s.p99) << ','
         << ms(c.tpot_s, c.tpot_s.p50) << ',' << ms(c.tpot_s, c.tpot_s.p90) << ','
         << ms(c.tpot_s, c.tpot_s.p99) << ',' << ms(c.itl_s, c.itl_s.p50) << ','
@@ -233,6 +270,17 @@ std::string report_csv(const Report& r) {
 std::string report_json(const Report& r) {
   using nlohmann::json;
   auto opt = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
+  auto text = [](const std::string& t) { return t.empty() ? json(nullptr) : json(t); };
+  // The server's own figures; null when no run was scraped (e.g. results of older versions).
+  auto server_side = [&](const ReportCell& c) {
+    if (c.server_side_runs == 0)
+      return json(nullptr);
+    return json{{"acceptance_length", opt(c.server_acceptance_length)},
+                {"acceptance_source", text(c.server_acceptance_source)},
+                {"sglang_avg_spec_accept_length", opt(c.sglang_avg_spec_accept_length)},
+                {"runs", c.server_side_runs},
+                {"absent_reason", text(c.server_side_absent_reason)}};
+  };
   json phases = json::array();
   for (const auto& p : r.phases) {
     json cells = json::array();
@@ -253,6 +301,7 @@ std::string report_json(const Report& r) {
                        {"tpot_s", detail::distribution_to_json(c.tpot_s)},
                        {"itl_s", detail::distribution_to_json(c.itl_s)},
                        {"acceptance_length", opt(c.acceptance_length)},
+                       {"server_side", server_side(c)},
                        {"speedup", opt(c.speedup)},
                        {"speedup_stddev", c.speedup ? json(c.speedup_stddev) : json(nullptr)},
                        {"speedup_min", c.speedup ? json(c.speedup_min) : json(nullptr)},

@@ -200,6 +200,85 @@ TEST(Report, JsonCarriesSchemaVersionAndCounts) {
   EXPECT_EQ(j.at("phases")[0].at("cells")[4].at("stage"), "measure");
 }
 
+// The server's own acceptance length sits next to the client's, labelled, in every format; the
+// mean over runs; "–" (and null) when absent, with the reason for a speculative cell.
+TEST(Report, ServerSideAcceptanceLengthNextToTheClientsInEveryFormat) {
+  auto results = sample();
+  auto figures = [](std::optional<double> acc, std::optional<double> sglang) {
+    ServerSideFigures f;
+    f.interval_s = 1;
+    f.metrics_ok = acc.has_value();
+    f.metrics_error = acc ? "" : "/metrics answered HTTP 404";
+    f.server_info_ok = true;
+    f.acceptance_length = acc;
+    f.acceptance_source = acc ? "sim counters" : "";
+    f.sglang_avg_spec_accept_length_after = sglang;
+    return f;
+  };
+  for (auto& r : results) {
+    if (r.cell_id == "tp1-ddtree-b32") { // counters in both runs: mean 4.25
+      r.runs[0].server_side = figures(4.0, 3.9);
+      r.runs[1].server_side = figures(4.5, 4.1);
+    } else if (r.cell_id == "tp1-ddtree-b16") { // no /metrics, SGLang's average only
+      r.runs[0].server_side = figures(std::nullopt, 3.1);
+      r.runs[1].server_side = figures(std::nullopt, 3.2);
+    } else if (r.cell_id == "tp1-linear-k16") { // neither
+      r.runs[0].server_side = figures(std::nullopt, std::nullopt);
+      r.runs[1].server_side = figures(std::nullopt, std::nullopt);
+    } // the others: results written before server-side figures existed
+  }
+  const auto rep = build_report(results, nullptr);
+  const auto* b32 = find(rep, "tp1-ddtree-b32");
+  ASSERT_TRUE(b32 && b32->server_acceptance_length);
+  EXPECT_NEAR(*b32->server_acceptance_length, 4.25, 1e-12);
+  EXPECT_EQ(b32->server_acceptance_source, "sim counters");
+  EXPECT_EQ(b32->sglang_avg_spec_accept_length, 4.1); // after the last run
+  EXPECT_EQ(b32->server_side_runs, 2);
+  const auto* b16 = find(rep, "tp1-ddtree-b16");
+  ASSERT_TRUE(b16);
+  EXPECT_FALSE(b16->server_acceptance_length);
+  EXPECT_EQ(b16->server_side_absent_reason, "/metrics answered HTTP 404");
+  EXPECT_EQ(find(rep, "tp4-ddtree-b32")->server_side_runs, 0);
+
+  const auto md = report_markdown(rep);
+  EXPECT_NE(md.find("| acceptance length | server-side acceptance length † |"), std::string::npos);
+  EXPECT_NE(md.find("| 5.00 | 4.25 |"), std::string::npos) << md;              // b32
+  EXPECT_NE(md.find("| 3.57 | 3.20 (SGLang avg) |"), std::string::npos) << md; // b16
+  EXPECT_NE(md.find("| 4.00 | – |"), std::string::npos) << md;                 // linear
+  EXPECT_NE(md.find("† not available for tp1-linear-k16: /metrics answered HTTP 404"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("- † server-side acceptance length: the server's own figure"),
+            std::string::npos);
+  EXPECT_NE(md.find("every client the server had"), std::string::npos);
+  EXPECT_NE(md.find("lagging up to 40 decode steps"), std::string::npos);
+
+  const auto csv = report_csv(rep);
+  EXPECT_NE(csv.find(",acceptance_length,server_acceptance_length,server_acceptance_source,"
+                     "sglang_avg_spec_accept_length,server_side_absent_reason,"),
+            std::string::npos);
+  EXPECT_NE(csv.find(",5,4.25,sim counters,4.1,,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",3.57143,,,3.2,/metrics answered HTTP 404,"), std::string::npos) << csv;
+
+  const auto j = nlohmann::json::parse(report_json(rep));
+  const auto& cells = j.at("phases")[0].at("cells");
+  for (const auto& c : cells) {
+    const auto& s = c.at("server_side");
+    if (c.at("cell_id") == "tp1-ddtree-b32") {
+      EXPECT_DOUBLE_EQ(s.at("acceptance_length").get<double>(), 4.25);
+      EXPECT_EQ(s.at("acceptance_source"), "sim counters");
+      EXPECT_DOUBLE_EQ(s.at("sglang_avg_spec_accept_length").get<double>(), 4.1);
+      EXPECT_EQ(s.at("runs"), 2);
+      EXPECT_TRUE(s.at("absent_reason").is_null());
+    } else if (c.at("cell_id") == "tp1-ddtree-b16") {
+      EXPECT_TRUE(s.at("acceptance_length").is_null());
+      EXPECT_EQ(s.at("absent_reason"), "/metrics answered HTTP 404");
+    } else if (c.at("cell_id") == "tp1-autoregressive") {
+      EXPECT_TRUE(s.is_null());
+    }
+  }
+}
+
 TEST(Report, SvgPlotsMarkEveryKindOfCell) {
   const auto rep = build_report(sample(), nullptr);
   const auto svg = report_svg(rep, PlotKind::speedup);
