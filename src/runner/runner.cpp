@@ -108,6 +108,38 @@ RequestMetrics to_metrics(const RequestRecord& q) {
   return m;
 }
 
+// The server's own figures for one measured run, from scrapes right before and right after it.
+// A side that did not answer makes the figures that need it absent, with the reason.
+ServerSideFigures server_side_of(const ServerSnapshot& before, const ServerSnapshot& after) {
+  auto why = [](bool ok_before, const std::string& err_before, bool ok_after,
+                const std::string& err_after) -> std::string {
+    if (!ok_before)
+      return err_before + (ok_after ? " (before the run; it answered after)" : "");
+    if (!ok_after)
+      return err_after + " (after the run)";
+    return {};
+  };
+  const ServerDelta d = diff_snapshots(before, after);
+  ServerSideFigures f;
+  f.interval_s = d.interval_s;
+  f.metrics_ok = before.metrics_ok && after.metrics_ok;
+  f.metrics_error =
+      why(before.metrics_ok, before.metrics_error, after.metrics_ok, after.metrics_error);
+  f.server_info_ok = before.server_info_ok && after.server_info_ok;
+  f.server_info_error = why(before.server_info_ok, before.server_info_error, after.server_info_ok,
+                            after.server_info_error);
+  if (f.metrics_ok && d.acceptance_length >= 0) {
+    f.acceptance_length = d.acceptance_length;
+    f.acceptance_source = d.acceptance_source;
+  }
+  if (f.metrics_ok && d.draft_acceptance_rate >= 0)
+    f.draft_acceptance_rate = d.draft_acceptance_rate;
+  if (d.sglang_avg_spec_accept_length_after >= 0)
+    f.sglang_avg_spec_accept_length_after = d.sglang_avg_spec_accept_length_after;
+  f.notes = d.notes;
+  return f;
+}
+
 std::string cuda_version_text(int v) {
   if (v <= 0)
     return {};
@@ -581,6 +613,8 @@ CellResult SweepRun::run_cell(const Cell& c, const Phase& phase) {
       reason += " [log: " + rd.fatal->line + "]";
     fail(launch ? CellStage::launch : CellStage::readiness, reason, diagnosis, rd.log_tail, died);
   }
+  // The server's own figures per measured run (index = run), attached to the run summaries.
+  std::vector<std::optional<ServerSideFigures>> server_side;
   if (!ended) {
     r.readiness_s = rd.waited_s;
     ScrapeOptions so;
@@ -653,9 +687,35 @@ CellResult SweepRun::run_cell(const Cell& c, const Phase& phase) {
           e.eta_s = eta((p.run + static_cast<double>(p.done) / p.total) / runs);
         emit(e);
       };
+      // Scrapes right before each measured run's first request and right after its last answer,
+      // so warm-up traffic stays out. Short timeouts; a scrape never fails the cell, and none is
+      // taken once the run was aborted (watchdog, Ctrl-C): the server may be gone.
+      ScrapeOptions mo = so;
+      mo.metrics = true;
+      mo.timeout_s = 2;
+      server_side.resize(static_cast<size_t>(std::max(0, runs)));
+      ServerSnapshot before;
+      RunHooks hooks;
+      hooks.before_run = [&](int) {
+        before = client.aborted() || stop_requested() ? ServerSnapshot{} : scrape_server(mo);
+      };
+      hooks.after_run = [&](const RunResult& run) {
+        if (run.run < 0 || run.run >= runs)
+          return;
+        auto& slot = server_side[static_cast<size_t>(run.run)];
+        if (!run.aborted.empty() || client.aborted() || stop_requested()) {
+          ServerSideFigures f;
+          f.metrics_error = f.server_info_error =
+              "not scraped: the run was aborted" +
+              (run.aborted.empty() ? std::string() : " (" + run.aborted + ")");
+          slot = f;
+          return;
+        }
+        slot = server_side_of(before, scrape_server(mo));
+      };
       stage_event("warmup");
       last_run = -1;
-      auto wr = client.run_workload(c.workload, *prompts, progress);
+      auto wr = client.run_workload(c.workload, *prompts, progress, hooks);
       done = true;
       canceller.join();
       watchdog.stop();
@@ -730,6 +790,9 @@ CellResult SweepRun::run_cell(const Cell& c, const Phase& phase) {
     r.notes.push_back("the server's port was still in use after it stopped");
 
   r.runs = summarize_runs(r.requests, c.workload.runs);
+  for (auto& run : r.runs)
+    if (run.run >= 0 && static_cast<size_t>(run.run) < server_side.size())
+      run.server_side = server_side[static_cast<size_t>(run.run)];
   r.summary = summarize_cell(r.requests, r.runs);
   const std::string held = check_memory_back(phase, r);
   if (!held.empty())

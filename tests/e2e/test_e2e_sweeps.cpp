@@ -3,6 +3,7 @@
 
 #include "specbench/report.hpp"
 #include "specbench/results.hpp"
+#include "support/server_side_expect.hpp"
 #include "support/test_paths.hpp"
 
 #include <gtest/gtest.h>
@@ -76,11 +77,14 @@ TEST(E2E, DemoSweepRunsEndToEndAndResumeSkipsEverything) {
       ASSERT_TRUE(r.summary.acceptance_length) << id;
       EXPECT_GT(*r.summary.acceptance_length, 1.0) << id; // really drafted and accepted
     }
+    // The server's own counters, per run, agree exactly with the requests of that run.
+    specbench::testing::expect_sim_server_side_matches_requests(r);
   }
   // The report is printed and written, with the synthetic-model warning.
   EXPECT_NE(out.find("# specbench report: demo"), std::string::npos) << out;
   EXPECT_NE(out.find("## Phase tp2"), std::string::npos);
   EXPECT_NE(out.find("Synthetic model"), std::string::npos);
+  EXPECT_NE(out.find("server-side acceptance length †"), std::string::npos);
   for (const char* f : {"report.md", "report.csv", "report.json", "speedup.svg", "acceptance.svg"})
     EXPECT_TRUE(fs::exists(dir / "results" / "report" / f)) << f;
   auto rep = load_report(dir / "results");
@@ -99,6 +103,9 @@ TEST(E2E, DemoSweepRunsEndToEndAndResumeSkipsEverything) {
       }
     ASSERT_TRUE(smallest && largest) << p.id;
     EXPECT_GT(*largest, *smallest) << p.id;
+    for (const auto& c : p.cells)
+      EXPECT_EQ(c.server_acceptance_length.has_value(), c.method.kind != MethodKind::autoregressive)
+          << c.cell_id;
   }
   expect_no_recorded_server_alive(rs);
 

@@ -3,7 +3,9 @@
 #include "specbench/runner.hpp"
 
 #include "specbench/matrix.hpp"
+#include "specbench/report.hpp"
 #include "specbench/server.hpp"
+#include "support/server_side_expect.hpp"
 #include "support/test_paths.hpp"
 
 #include <gtest/gtest.h>
@@ -222,6 +224,81 @@ TEST(Runner, StopRequestInterruptsTheCellInFlightAndKeepsFinishedOnes) {
   EXPECT_EQ(cut->status, CellStatus::interrupted);
   EXPECT_EQ(store->load_manifest()->state, "interrupted");
   EXPECT_EQ(live_server_count(), 0);
+}
+
+// Each measured run stores what the server's own counters said about exactly that run (warm-up
+// excluded): the sim-server's figure equals the run's requests' sums (see server_side_expect.hpp).
+TEST(Runner, EachRunStoresTheServersOwnFiguresForExactlyThatRun) {
+  const auto dir = specbench::testing::make_temp_dir("runner-server-side");
+  auto sweep = small_sweep(24, {4});
+  sweep.workloads[0].runs = 2;
+  sweep.workloads[0].warmup = 2;
+  auto out = run_sweep(sweep, expand(sweep), options(dir));
+  ASSERT_TRUE(out) << out.status().to_string();
+  ASSERT_EQ(out->ok, 2);
+  auto store = ResultStore::open(dir);
+  for (const char* id : {"tp1-autoregressive", "tp1-ddtree-b4"}) {
+    auto r = store->load(id);
+    ASSERT_TRUE(r) << id;
+    EXPECT_EQ(r->status, CellStatus::ok);
+    specbench::testing::expect_sim_server_side_matches_requests(*r);
+  }
+  const auto rep = load_report(dir);
+  ASSERT_TRUE(rep) << rep.status().to_string();
+  for (const auto& c : rep->phases.at(0).cells) {
+    EXPECT_EQ(c.server_side_runs, 2) << c.cell_id;
+    if (c.method.kind == MethodKind::tree) {
+      ASSERT_TRUE(c.server_acceptance_length);
+      ASSERT_TRUE(c.acceptance_length);
+      EXPECT_LT(*c.server_acceptance_length, *c.acceptance_length); // no prefill token
+      EXPECT_TRUE(c.server_side_absent_reason.empty()) << c.server_side_absent_reason;
+    } else {
+      EXPECT_FALSE(c.server_acceptance_length);
+      EXPECT_EQ(c.server_side_absent_reason, "no speculative counters in /metrics");
+    }
+  }
+}
+
+// A server without /metrics (SGLang without --enable-metrics): the cell is measured as usual and
+// every run says why it has no counter figures; /server_info still gives SGLang's average.
+TEST(Runner, AServerWithoutMetricsLeavesTheFiguresAbsentWithTheReason) {
+  const auto dir = specbench::testing::make_temp_dir("runner-no-metrics");
+  auto sweep = small_sweep(24, {4});
+  sweep.workloads[0].runs = 2;
+  for (const char* a : {"--fault", "no-metrics", "--decode-log-interval", "1"})
+    sweep.server.launch.push_back(a);
+  auto o = options(dir);
+  o.only = {"tp1-ddtree-b4"};
+  auto out = run_sweep(sweep, expand(sweep), o);
+  ASSERT_TRUE(out) << out.status().to_string();
+  EXPECT_EQ(out->ok, 1);
+  EXPECT_EQ(out->exit_code(), 0);
+  auto r = ResultStore::open(dir)->load("tp1-ddtree-b4");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, CellStatus::ok);
+  EXPECT_FALSE(r->failure);
+  ASSERT_EQ(r->runs.size(), 2u);
+  for (const auto& run : r->runs) {
+    ASSERT_TRUE(run.server_side) << "run " << run.run;
+    const auto& s = *run.server_side;
+    EXPECT_FALSE(s.metrics_ok);
+    EXPECT_EQ(s.metrics_error, "/metrics answered HTTP 404");
+    EXPECT_FALSE(s.acceptance_length);
+    EXPECT_FALSE(s.draft_acceptance_rate);
+    EXPECT_TRUE(s.server_info_ok) << s.server_info_error;
+    // Folded every step here, so it is there; cumulative (warm-up included), hence not checked
+    // against the run's requests.
+    ASSERT_TRUE(s.sglang_avg_spec_accept_length_after);
+    EXPECT_GT(*s.sglang_avg_spec_accept_length_after, 1.0);
+    ASSERT_TRUE(run.acceptance_length); // the client's own figure is unaffected
+  }
+  const auto rep = load_report(dir);
+  ASSERT_TRUE(rep);
+  const auto& c = rep->phases.at(0).cells.at(0);
+  EXPECT_FALSE(c.server_acceptance_length);
+  EXPECT_EQ(c.server_side_absent_reason, "/metrics answered HTTP 404");
+  ASSERT_TRUE(c.sglang_avg_spec_accept_length);
+  EXPECT_NE(report_markdown(*rep).find("(SGLang avg)"), std::string::npos);
 }
 
 TEST(Runner, TextPointsAtGpu) {
