@@ -23,7 +23,6 @@ cmake --build "$build_dir" -j "$(nproc)" --target test_kernels_gpu bench_kernels
   nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv,noheader ||
     true
   nvcc --version | tail -2 || true
-  git rev-parse --short HEAD 2>/dev/null || true
 } >"$out/gpu.txt"
 cat "$out/gpu.txt"
 "$build_dir/tests/kernels/test_kernels_gpu" --gtest_filter="${SPECBENCH_TEST_FILTER:-*}" \
