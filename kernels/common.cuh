@@ -112,6 +112,44 @@ __device__ inline void warp_walk_tree(const int32_t* parents_s, const int32_t* t
                                       int32_t* accept_path, int32_t* accepted, int32_t* bonus,
                                       int b) {
   const int lane = threadIdx.x & 31;
+  int32_t* path_row = accept_path + static_cast<int64_t>(b) * n;
+  if (n <= 32) {
+    // One node per lane, no serial loop. A node is accepted when its draft matches its parent's
+    // target token and it is the first such child (the lowest lane among the matching lanes that
+    // share its parent: match_any groups lanes by parent), and its parent is accepted. Pointer
+    // jumping (log2 n rounds of three shuffles) gives every lane that verdict for its whole
+    // ancestor chain and its depth, which is its position on the path. A node whose chain never
+    // reaches the root (a malformed parent array with a cycle) is never accepted.
+    const int p = lane < n ? (parents_s ? parents_s[lane] : lane - 1) : -1;
+    const bool match =
+        lane > 0 && lane < n && p >= 0 && p < n && p != lane && tokens_s[lane] == target_s[p];
+    // Both votes run in every lane (a vote behind `match &&` would leave lanes out and hang).
+    const unsigned same = __match_any_sync(0xFFFFFFFFu, p);
+    const unsigned matching = __ballot_sync(0xFFFFFFFFu, match);
+    const bool first = match && __ffs(matching & same) - 1 == lane;
+    bool ok = lane == 0 || first;
+    int anc = first ? p : lane; // the root and rejected nodes point at themselves
+    int depth = first ? 1 : 0;
+    for (int span = 1; span < n; span <<= 1) {
+      const bool ok_a = __shfl_sync(0xFFFFFFFFu, ok, anc);
+      const int depth_a = __shfl_sync(0xFFFFFFFFu, depth, anc);
+      anc = __shfl_sync(0xFFFFFFFFu, anc, anc);
+      ok = ok && ok_a;
+      depth += depth_a;
+    }
+    const bool on_path = ok && anc == 0;
+    const int len = static_cast<int>(__reduce_max_sync(0xFFFFFFFFu, on_path ? depth : 0));
+    const unsigned last = __ballot_sync(0xFFFFFFFFu, on_path && depth == len);
+    if (on_path) // positions 0..len, one writer each
+      path_row[depth] = lane;
+    if (lane > len && lane < n) // the rest of the row
+      path_row[lane] = -1;
+    if (lane == 0) {
+      accepted[b] = len;
+      bonus[b] = target_s[__ffs(last) - 1];
+    }
+    return;
+  }
   for (int i = lane; i < n; i += 32)
     first_s[i] = 0x7FFFFFFF;
   __syncwarp();
@@ -121,7 +159,6 @@ __device__ inline void warp_walk_tree(const int32_t* parents_s, const int32_t* t
       atomicMin(&first_s[p], i);
   }
   __syncwarp();
-  int32_t* path_row = accept_path + static_cast<int64_t>(b) * n;
   int len = 0;
   if (lane == 0) {
     int cur = 0;

@@ -283,6 +283,53 @@ void run_fused(k::LogitsDtype dtype, int batch, int n, int64_t V, TreeShape shap
 }
 } // namespace
 
+// Parent arrays that are not trees (out-of-range parents, self-parents, cycles, parents after
+// their children) must not hang or write outside the row: the walk follows first matching
+// children from the root, as walk_by_first_match does. A tiny vocabulary makes matches common.
+TEST(KernelsGpu, FusedWalkFollowsFirstMatchesOnMalformedParentArrays) {
+  std::mt19937 rng(29);
+  constexpr int64_t V = 4096;
+  for (int n : {2, 8, 17, 31, 32, 33, 64})
+    for (int rep = 0; rep < 6; ++rep) {
+      const int batch = 1 + static_cast<int>(rng() % 3);
+      const size_t rows = static_cast<size_t>(batch) * n;
+      std::vector<int32_t> parents(rows), tokens(rows), want(rows);
+      std::vector<uint16_t> logits(rows * V, to_bf16(-1.0f));
+      for (size_t r = 0; r < rows; ++r) {
+        const int i = static_cast<int>(r % n);
+        parents[r] = rep % 2 == 0 ? static_cast<int32_t>(rng() % (n + 3)) - 2        // anything
+                                  : (i == 0 ? -1 : static_cast<int32_t>(rng() % n)); // cycles
+        tokens[r] = static_cast<int32_t>(rng() % 3);
+        want[r] = static_cast<int32_t>(rng() % 3);
+        logits[r * V + want[r]] = to_bf16(5.0f);
+      }
+      Dev<uint16_t> x(logits.size());
+      x.upload(logits);
+      Dev<int32_t> par(parents), tok(tokens), tgt(rows), path(rows), acc(batch), bon(batch);
+      Workspace ws(k::verify_greedy_fused_workspace_bytes(batch, n, V));
+      path.poison();
+      STATUS_OK(k::verify_greedy_fused(x.p, k::LogitsDtype::bf16, par.p, tok.p, batch, n, V, tgt.p,
+                                       path.p, acc.p, bon.p, ws.p, ws.bytes, nullptr));
+      CUDA_OK(cudaDeviceSynchronize());
+      ASSERT_EQ(tgt.get(), want);
+      const auto got_path = path.get(), got_acc = acc.get(), got_bonus = bon.get();
+      for (int b = 0; b < batch; ++b) {
+        const auto slice = [&](const std::vector<int32_t>& v) {
+          return std::vector<int32_t>(v.begin() + b * n, v.begin() + (b + 1) * n);
+        };
+        const std::vector<int32_t> expect =
+            walk_by_first_match(slice(parents), slice(tokens), slice(want));
+        const std::string what = "n=" + std::to_string(n) + " rep=" + std::to_string(rep) +
+                                 " request " + std::to_string(b);
+        ASSERT_EQ(got_acc[b], static_cast<int32_t>(expect.size()) - 1) << what;
+        EXPECT_EQ(got_bonus[b], want[b * n + expect.back()]) << what;
+        for (int i = 0; i < n; ++i)
+          EXPECT_EQ(got_path[b * n + i], i < static_cast<int>(expect.size()) ? expect[i] : -1)
+              << what << " slot " << i;
+      }
+    }
+}
+
 TEST(KernelsGpu, FusedGreedyMatchesTorchArgmaxAndWalk) {
   std::mt19937 rng(13);
   for (auto dtype : {k::LogitsDtype::bf16, k::LogitsDtype::fp32})

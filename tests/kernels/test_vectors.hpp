@@ -156,7 +156,7 @@ inline std::vector<int32_t> walk_by_first_match(const std::vector<int32_t>& pare
   const int n = static_cast<int>(parents.size());
   std::vector<int32_t> first(n, -1);
   for (int i = n - 1; i >= 1; --i)
-    if (parents[i] >= 0 && parents[i] < n && tokens[i] == target[parents[i]])
+    if (parents[i] >= 0 && parents[i] < n && parents[i] != i && tokens[i] == target[parents[i]])
       first[parents[i]] = i;
   std::vector<int32_t> path = {0};
   for (int cur = 0; first[cur] >= 0 && static_cast<int>(path.size()) < n;) {
