@@ -245,8 +245,9 @@ TEST(SweepValidation, MalformedInputGivesOneClearErrorAndNoSweep) {
     const auto r = load(c.text);
     EXPECT_FALSE(r.ok()) << c.text.substr(0, 40);
     EXPECT_GE(r.error_count(), 1);
-    if (!c.needle.empty())
+    if (!c.needle.empty()) {
       EXPECT_NE(find_error(r, c.needle), nullptr) << c.text.substr(0, 40) << "\n" << all_messages(r);
+    }
   }
 }
 

@@ -183,9 +183,11 @@ TEST(Report, CsvHasOneRowPerCellAndQuotes) {
   EXPECT_EQ(lines[0].rfind("phase,tp,cell,method", 0), 0u);
   const std::string header = lines[0];
   const auto cols = std::count(header.begin(), header.end(), ',');
-  for (size_t i = 1; i < lines.size(); ++i)
-    if (lines[i].find('"') == std::string::npos)
+  for (size_t i = 1; i < lines.size(); ++i) {
+    if (lines[i].find('"') == std::string::npos) {
       EXPECT_EQ(std::count(lines[i].begin(), lines[i].end(), ','), cols) << lines[i];
+    }
+  }
   EXPECT_NE(csv.find("tp1,1,tp1-linear-k16,linear-k16,linear,16,0,default,ok"), std::string::npos);
 }
 
