@@ -4,7 +4,8 @@
 // launches, cold (inputs rotated through more than twice the L2) and warm. The differences
 // between rows are the cost of each stage; docs/kernels.md quotes them.
 //   build/benchmarks/kernels/probe_fused_tail
-#include <cuda/atomic>
+#include "../../kernels/common.cuh" // the fused kernel's own argmax keys, reductions and arrival
+
 #include <cuda_bf16.h>
 
 #include <cstdint>
@@ -13,23 +14,12 @@
 
 namespace {
 
+using namespace specbench::kernels::detail;
+
 constexpr int64_t kVocab = 151936;
 constexpr int kThreads = 256, kUnroll = 4, kMaxNodes = 64;
 
 enum Stage : int { kRead = 0, kArrive = 1, kReduce = 2, kWalk = 3 };
-
-__device__ __forceinline__ uint32_t float_key(float f) {
-  if (f != f)
-    return 0xFFFFFFFFu;
-  const uint32_t u = __float_as_uint(f + 0.0f);
-  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-}
-__device__ __forceinline__ uint64_t warp_max(uint64_t v) {
-  const uint32_t key = static_cast<uint32_t>(v >> 32), inv = static_cast<uint32_t>(v);
-  const uint32_t m = __reduce_max_sync(~0u, key);
-  const uint32_t i = __reduce_max_sync(~0u, key == m ? inv : 0u);
-  return (static_cast<uint64_t>(m) << 32) | i;
-}
 
 struct Args {
   const __nv_bfloat16* x;
@@ -76,22 +66,18 @@ template <int kStage> __global__ void __launch_bounds__(kThreads) staged_call(Ar
           }
         }
   }
-  uint64_t key = best_i == 0x7FFFFFFF
-                     ? 0ull
-                     : (static_cast<uint64_t>(float_key(best)) << 32) | ~static_cast<uint32_t>(best_i);
-  key = warp_max(key);
+  uint64_t key =
+      best_i == 0x7FFFFFFF ? 0ull : pack_argmax(float_key(best), static_cast<uint32_t>(best_i));
+  key = warp_max_packed(key);
   if (lane == 0)
     red[warp] = key;
   __syncthreads();
   if (tid < 32) {
-    key = warp_max(tid < kThreads / 32 ? red[tid] : 0ull);
+    key = warp_max_packed(tid < kThreads / 32 ? red[tid] : 0ull);
     if (tid == 0) {
       a.partials[row * a.splits + split] = key;
-      if (kStage >= kArrive) {
-        cuda::atomic_ref<unsigned, cuda::thread_scope_device> c(*a.counter);
-        is_last = c.fetch_add(1u, cuda::memory_order_acq_rel) ==
-                  static_cast<unsigned>(a.nodes * a.splits) - 1;
-      }
+      if (kStage >= kArrive)
+        is_last = arrive_last(a.counter, static_cast<uint32_t>(a.nodes * a.splits));
     }
   }
   if (kStage == kRead)
@@ -104,16 +90,17 @@ template <int kStage> __global__ void __launch_bounds__(kThreads) staged_call(Ar
       const unsigned long long* p = a.partials + r * a.splits;
       const uint64_t v0 = lane < a.splits ? __ldcg(p + lane) : 0ull;
       const uint64_t v1 = lane + 32 < a.splits ? __ldcg(p + lane + 32) : 0ull;
-      const uint64_t m = warp_max(v0 > v1 ? v0 : v1);
+      const uint64_t m = warp_max_packed(v0 > v1 ? v0 : v1);
       if (lane == 0) {
-        tgt[r] = static_cast<int>(~static_cast<uint32_t>(m));
+        tgt[r] = packed_index(m);
         a.target[r] = tgt[r];
       }
     }
     __syncthreads();
   }
   if (kStage == kWalk && tid < 32) { // a chain walk: accept while draft i matches target i - 1
-    const bool match = lane > 0 && lane < a.nodes && par[lane] == lane - 1 && tok[lane] == tgt[lane - 1];
+    const bool match =
+        lane > 0 && lane < a.nodes && par[lane] == lane - 1 && tok[lane] == tgt[lane - 1];
     const unsigned miss = ~__ballot_sync(~0u, match) & ~1u;
     const int len = min(__ffs(miss) - 2, a.nodes - 1);
     if (lane < a.nodes)
@@ -212,18 +199,11 @@ int main() {
               per_call_us([](int, cudaStream_t s) { empty_kernel<<<1, 32, 0, s>>>(); }, 100, 20));
 
   for (int nodes : {8, 16}) {
-    // The shipped split rule: about 4 blocks per SM, chunks a multiple of 2048 elements.
-    int sms = 132;
-    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
-    const int want = (4 * sms + nodes - 1) / nodes;
-    int64_t chunk = (kVocab + want - 1) / want;
-    chunk = (chunk + 2047) / 2048 * 2048;
     Args a{};
+    a.splits = greedy_splits(nodes, kVocab, &a.chunk); // the shipped split rule
     a.parents = par;
     a.tokens = tok;
     a.nodes = nodes;
-    a.chunk = chunk;
-    a.splits = static_cast<int>((kVocab + chunk - 1) / chunk);
     a.path = path;
     a.accepted = acc;
     a.bonus = bonus;
