@@ -74,6 +74,25 @@ __device__ __forceinline__ bool arrive_last(uint32_t* counter, uint32_t total) {
   return c.fetch_add(1u, cuda::memory_order_acq_rel) == total - 1;
 }
 
+/// Takes a ticket from `counter` (relaxed: it orders nothing, it only ranks the blocks by start).
+/// The block with the last ticket of a request is the last to start, so every block it may wait
+/// for is already resident and never waits itself.
+__device__ __forceinline__ uint32_t take_ticket(uint32_t* counter) {
+  cuda::atomic_ref<uint32_t, cuda::thread_scope_device> c(*counter);
+  return c.fetch_add(1u, cuda::memory_order_relaxed);
+}
+
+/// A 64-bit result slot shared between blocks of one launch: written once by its block, read by
+/// the reducing block until it turns non-zero (each access is single-copy atomic and bypasses L1).
+__device__ __forceinline__ void store_slot(uint64_t* slot, uint64_t v) {
+  cuda::atomic_ref<uint64_t, cuda::thread_scope_device>(*slot).store(v,
+                                                                     cuda::memory_order_relaxed);
+}
+__device__ __forceinline__ uint64_t load_slot(uint64_t* slot) {
+  return cuda::atomic_ref<uint64_t, cuda::thread_scope_device>(*slot).load(
+      cuda::memory_order_relaxed);
+}
+
 /// Greedy walk of one request over a parent-array tree, run by a whole block. `parents_s`,
 /// `tokens_s` and `target_s` are [n] in shared memory (parents_s == nullptr: a chain);
 /// `first_s` is [n] int scratch. Writes the path, accepted count and bonus for request `b`.
