@@ -32,17 +32,8 @@ struct Args {
   int64_t chunk;
   int *path, *accepted, *bonus;
   unsigned* counter;
-  unsigned long long* partials;
+  uint64_t* partials;
 };
-
-__device__ __forceinline__ uint64_t load_relaxed(const unsigned long long* p) {
-  return cuda::atomic_ref<const unsigned long long, cuda::thread_scope_device>(*p).load(
-      cuda::memory_order_relaxed);
-}
-__device__ __forceinline__ void store_relaxed(unsigned long long* p, uint64_t v) {
-  cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(*p).store(
-      v, cuda::memory_order_relaxed);
-}
 
 // kTicket (poll mode): 0 - the poller is the last block in launch order; 1 - the block with the
 // last ticket from one request-wide counter; 2 - two levels: the last ticket of a row's counter
@@ -116,7 +107,7 @@ __global__ void __launch_bounds__(kT) call(Args a) {
     key = warp_max_packed(tid < kT / 32 ? red[tid] : 0ull);
     if (tid == 0) {
       if (kMode == kPoll) {
-        store_relaxed(a.partials + blockIdx.x, key);
+        store_slot(a.partials + blockIdx.x, key);
       } else {
         a.partials[blockIdx.x] = key;
         if (kMode == kCounter)
@@ -134,22 +125,22 @@ __global__ void __launch_bounds__(kT) call(Args a) {
       return;
   }
   for (int r = warp; r < a.nodes; r += kT / 32) {
-    unsigned long long* p = a.partials + r * a.splits;
+    uint64_t* p = a.partials + r * a.splits;
     uint64_t m = 0;
     for (int j = lane; j < a.splits; j += 64) {
       const bool two = j + 32 < a.splits;
       uint64_t v0, v1 = 0;
       if (kMode == kPoll) {
-        v0 = load_relaxed(p + j);
+        v0 = load_slot(p + j);
         if (two)
-          v1 = load_relaxed(p + j + 32);
+          v1 = load_slot(p + j + 32);
         while (v0 == 0)
-          v0 = load_relaxed(p + j);
+          v0 = load_slot(p + j);
         while (two && v1 == 0)
-          v1 = load_relaxed(p + j + 32);
-        store_relaxed(p + j, 0); // the slots are empty again for the next call
+          v1 = load_slot(p + j + 32);
+        store_slot(p + j, 0); // the slots are empty again for the next call
         if (two)
-          store_relaxed(p + j + 32, 0);
+          store_slot(p + j + 32, 0);
       } else {
         v0 = __ldcg(p + j);
         v1 = two ? __ldcg(p + j + 32) : 0ull;
@@ -314,7 +305,7 @@ int main() {
   fill<<<1024, 256>>>(x, static_cast<int64_t>(kCopyElems) * kCopies);
   int *par, *tok, *path, *acc, *bonus;
   unsigned* counter;
-  unsigned long long* partials;
+  uint64_t* partials;
   cudaMalloc(&par, 4 * kMaxNodes);
   cudaMalloc(&tok, 4 * kMaxNodes);
   cudaMalloc(&path, 4 * kMaxNodes);
