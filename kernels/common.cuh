@@ -85,12 +85,33 @@ __device__ __forceinline__ uint32_t take_ticket(uint32_t* counter) {
 /// A 64-bit result slot shared between blocks of one launch: written once by its block, read by
 /// the reducing block until it turns non-zero (each access is single-copy atomic and bypasses L1).
 __device__ __forceinline__ void store_slot(uint64_t* slot, uint64_t v) {
-  cuda::atomic_ref<uint64_t, cuda::thread_scope_device>(*slot).store(v,
-                                                                     cuda::memory_order_relaxed);
+  cuda::atomic_ref<uint64_t, cuda::thread_scope_device>(*slot).store(v, cuda::memory_order_relaxed);
 }
 __device__ __forceinline__ uint64_t load_slot(uint64_t* slot) {
   return cuda::atomic_ref<uint64_t, cuda::thread_scope_device>(*slot).load(
       cuda::memory_order_relaxed);
+}
+
+/// Max of one row's `count` slots, by a whole warp: waits until each slot is written (non-zero),
+/// empties it for the next call, and returns the max in every lane. Two loads per lane are in
+/// flight before any is used: one L2 round trip for up to 64 slots.
+__device__ __forceinline__ uint64_t warp_drain_slots_max(uint64_t* slots, int count) {
+  const int lane = threadIdx.x & 31;
+  uint64_t m = 0;
+  for (int j = lane; j < count; j += 64) {
+    const bool two = j + 32 < count;
+    uint64_t v0 = load_slot(slots + j);
+    uint64_t v1 = two ? load_slot(slots + j + 32) : 1ull;
+    while (v0 == 0) // a block not done yet
+      v0 = load_slot(slots + j);
+    while (v1 == 0)
+      v1 = load_slot(slots + j + 32);
+    store_slot(slots + j, 0);
+    if (two)
+      store_slot(slots + j + 32, 0);
+    m = max(m, max(v0, v1));
+  }
+  return warp_max_packed(m);
 }
 
 /// Greedy walk of one request over a parent-array tree, run by a whole block. `parents_s`,

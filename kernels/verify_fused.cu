@@ -24,6 +24,16 @@ constexpr int kUnroll = 4;
 template <typename T> struct Elem;
 template <> struct Elem<__nv_bfloat16> {
   static constexpr int kPerVec = 8;
+  // Largest of the 8 values (any of them when a NaN is among them) and whether one is NaN: a
+  // packed-bf16 max tree that lets NaN through, then one fp32 max of its two halves.
+  __device__ static float vec_max(const uint4& v, bool* nan) {
+    const auto h = [](uint32_t w) { return *reinterpret_cast<const __nv_bfloat162*>(&w); };
+    const __nv_bfloat162 m = __hmax2_nan(__hmax2_nan(h(v.x), h(v.y)), __hmax2_nan(h(v.z), h(v.w)));
+    const uint32_t mw = *reinterpret_cast<const uint32_t*>(&m);
+    const float lo = __uint_as_float(mw << 16), hi = __uint_as_float(mw & 0xFFFF0000u);
+    *nan |= (lo != lo) | (hi != hi);
+    return fmaxf(lo, hi);
+  }
   __device__ static float get(const uint4& v, int e) {
     const uint32_t w = (&v.x)[e >> 1];
     return __uint_as_float((e & 1) ? (w & 0xFFFF0000u) : (w << 16));
@@ -32,6 +42,12 @@ template <> struct Elem<__nv_bfloat16> {
 };
 template <> struct Elem<float> {
   static constexpr int kPerVec = 4;
+  __device__ static float vec_max(const uint4& v, bool* nan) {
+    const float a = __uint_as_float(v.x), b = __uint_as_float(v.y), c = __uint_as_float(v.z),
+                d = __uint_as_float(v.w);
+    *nan |= (a != a) | (b != b) | (c != c) | (d != d);
+    return fmaxf(fmaxf(a, b), fmaxf(c, d));
+  }
   __device__ static float get(const uint4& v, int e) { return __uint_as_float((&v.x)[e]); }
   __device__ static float scalar(const float* p) { return *p; }
 };
@@ -73,8 +89,14 @@ __global__ void __launch_bounds__(kThreads)
   int64_t best_idx = 0x7FFFFFFF; // no element
   bool nan = false;
   if (kVec) {
+    // Per 16-byte vector: its max first (a few instructions for 8 or 4 values), and the vector
+    // itself only when that max beats the running one (strict >, so the earliest vector keeps a
+    // tie). The position inside the winning vector is found once, at the end: the first element
+    // equal to the max. Visiting vectors in increasing index order keeps torch's first maximum.
     constexpr int V = E::kPerVec;
     constexpr int64_t step = static_cast<int64_t>(kThreads) * V;
+    uint4 best_vec = make_uint4(0u, 0u, 0u, 0u);
+    int64_t best_base = -1;
     if (start + tid * V < end)
       best_idx = start + tid * V;
     for (int64_t base = start + tid * V; base < end; base += kUnroll * step) {
@@ -86,17 +108,22 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
         if (base + u * step < end) {
-#pragma unroll
-          for (int e = 0; e < V; ++e) {
-            const float f = E::get(v[u], e);
-            nan |= f != f;
-            if (f > best) {
-              best = f;
-              best_idx = base + u * step + e;
-            }
+          const float m = E::vec_max(v[u], &nan);
+          if (m > best) {
+            best = m;
+            best_vec = v[u];
+            best_base = base + u * step;
           }
         }
       }
+    }
+    if (best_base >= 0) {
+      int e = V - 1;
+#pragma unroll
+      for (int j = V - 1; j >= 0; --j)
+        if (E::get(best_vec, j) == best)
+          e = j;
+      best_idx = best_base + e;
     }
   } else {
     if (start + tid < end)
@@ -157,24 +184,8 @@ __global__ void __launch_bounds__(kThreads)
     my_tok = tokens[off + tid];
   }
   for (int r = warp; r < nodes; r += kThreads / 32) {
-    uint64_t* p = partials + (off + r) * splits;
-    uint64_t m = 0;
-    // Two loads in flight per lane before any is used: one L2 round trip for up to 64 splits
-    // (small batches use 19 to 66). A slot still zero belongs to a block not done yet.
-    for (int j = lane; j < splits; j += 64) {
-      const bool two = j + 32 < splits;
-      uint64_t v0 = load_slot(p + j);
-      uint64_t v1 = two ? load_slot(p + j + 32) : 1ull;
-      while (v0 == 0)
-        v0 = load_slot(p + j);
-      while (v1 == 0)
-        v1 = load_slot(p + j + 32);
-      store_slot(p + j, 0); // empty again for the next call
-      if (two)
-        store_slot(p + j + 32, 0);
-      m = max(m, max(v0, v1));
-    }
-    m = warp_max_packed(m);
+    // Small batches use 19 to 66 splits: one L2 round trip for the row's slots.
+    const uint64_t m = warp_drain_slots_max(partials + (off + r) * splits, splits);
     if (lane == 0) {
       tgt[r] = packed_index(m);
       if (target_out)
