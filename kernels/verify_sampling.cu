@@ -1,7 +1,14 @@
-// Sampling verification, read-once: every block sums the weights of 1024-element segments of one
-// row (target probabilities, or max(p - q, 0) and p for chain rows) into the workspace; the last
-// block of a request then draws by inverse CDF with Philox coins (segment sums pick the segment,
-// a warp scan of 1024 elements picks the token), decides the acceptances and writes the outputs.
+// Sampling verification in one pass, with the segment-race draw of sampling_reference.hpp. Every
+// warp of the pass takes 1024-element segments of one row (target probabilities; for chain rows
+// before the last, max(p - q, 0)). For each segment, while its weights are still in registers, it
+// computes the segment's mass, its candidate token (inverse CDF inside the segment with the row's
+// draw coin) and its race key mass / -ln(race coin). The segment with the largest key wins with
+// probability mass / total, so the row's draw is a max over (key, candidate) pairs: each block
+// reduces its warps' pairs into one 64-bit slot that is zero between calls, and the block holding
+// the request's last ticket (see verify_fused.cu) waits for the request's slots, takes each row's
+// winner, walks the tree (tree mode) or applies the acceptance tests (chain mode), writes the
+// outputs, and empties the slots and the counter for the next call. Nothing is read a second time
+// after the pass, so the finish costs one dependent L2 trip, as greedy verification's does.
 #include "common.cuh"
 
 #include "specbench/detail/philox.hpp"
@@ -15,6 +22,10 @@ constexpr int kWarps = kThreads / 32;
 constexpr int kSeg = static_cast<int>(kSamplingSegment);
 
 enum Mode : int { kTree = 0, kChain = 1 };
+
+// Philox tags (sampling_reference.hpp): the row's in-segment draw coin, the chain acceptance coin,
+// and 2 + s for the race coin of segment s.
+constexpr uint32_t kTagDraw = 0, kTagAccept = 1, kTagRace0 = 2;
 
 struct SamplingArgs {
   const float* target;    // [batch, rows, vocab]
@@ -32,155 +43,148 @@ struct SamplingArgs {
   int32_t* out_tokens; // tree: accept_path [batch, rows]; chain: output [batch, rows]
   int32_t* accepted;   // [batch]
   int32_t* bonus;      // tree: [batch]
-  uint32_t* counters;  // [batch]
-  float2* sums;        // [batch * rows, segs]: (weight sum, p sum)
+  uint32_t* counters;  // [batch] tickets
+  uint64_t* slots;     // [batch * rows, splits]: each block's best (key, candidate)
 };
 
-__device__ __forceinline__ float warp_sum(float v) {
-  // shfl_down then broadcast: every lane sees the same bits.
-  for (int o = 16; o > 0; o >>= 1)
-    v += __shfl_down_sync(0xFFFFFFFFu, v, o);
-  return __shfl_sync(0xFFFFFFFFu, v, 0);
+// A race entry: high word the key's float bits (keys are >= 0, so the bits order like the keys),
+// low word 0xFFFFFFFF - candidate (the lower candidate wins a tie), or 1 for "no candidate". Never
+// zero, so a written slot is told from an empty one; any candidate beats none.
+__device__ __forceinline__ uint64_t race_entry(float key, int cand) {
+  const uint32_t lo = cand >= 0 ? 0xFFFFFFFFu - static_cast<uint32_t>(cand) : 1u;
+  return (static_cast<uint64_t>(__float_as_uint(key)) << 32) | lo;
+}
+__device__ __forceinline__ int entry_token(uint64_t e) {
+  const uint32_t lo = static_cast<uint32_t>(e);
+  return lo <= 1u ? -1 : static_cast<int>(0xFFFFFFFFu - lo); // 0: an empty entry
 }
 
-// Weight of element i of a row: p (use_residual false) or max(p - q, 0).
-__device__ __forceinline__ float weight(const float* p, const float* q, int64_t i, bool residual) {
-  const float a = __ldcg(p + i);
-  return residual ? fmaxf(a - __ldcg(q + i), 0.0f) : fmaxf(a, 0.0f);
+/// Element q (0..31) that `lane` holds of the segment starting at `base`: the layout of 16-byte
+/// coalesced loads, lane l holding base + 128 j + 4 l + e. The segment's draw order is lane-major
+/// (lane 0's 32 elements in q order, then lane 1's, ...), the order of sampling_reference.hpp.
+__device__ __forceinline__ int64_t seg_elem(int64_t base, int lane, int q) {
+  return base + (q >> 2) * 128 + lane * 4 + (q & 3);
 }
 
-// Inverse-CDF draw by one warp over row `grow` (global row) with coin u. `comp` selects the sum
-// (0: weights, 1: plain p). Returns -1 when the row has no mass.
-__device__ int warp_draw(const SamplingArgs& a, int64_t grow, const float* p, const float* q,
-                         bool residual, int comp, float u, bool vec) {
+/// One lane's 32 weights of the segment at `base`: max(p, 0), or max(p - q, 0) when `residual`.
+template <bool kVec>
+__device__ __forceinline__ void load_segment(const float* p, const float* q, bool residual,
+                                             int64_t base, int64_t vocab, float (&w)[32]) {
   const int lane = threadIdx.x & 31;
-  const float2* s = a.sums + grow * a.segs;
-  auto part = [&](int64_t j) {
-    const float2 v = __ldcg(s + j);
-    return comp == 0 ? v.x : v.y;
-  };
-  // Lane l holds segments [c0 + l*8, c0 + l*8 + 8) of a chunk of 256 segments: one round trip
-  // for the total and the segment search when the row has at most 256 segments (V <= 262144).
-  constexpr int C = 8;
-  float v[C];
-  auto load_chunk = [&](int64_t c0) {
+  if (kVec && base + kSeg <= vocab) {
+    float4 pv[8], qv[8];
 #pragma unroll
-    for (int j = 0; j < C; ++j) {
-      const int64_t sj = c0 + lane * C + j;
-      v[j] = sj < a.segs ? part(sj) : 0.0f;
+    for (int j = 0; j < 8; ++j)
+      pv[j] = __ldcs(reinterpret_cast<const float4*>(p + base + j * 128 + lane * 4));
+    if (residual) {
+#pragma unroll
+      for (int j = 0; j < 8; ++j)
+        qv[j] = __ldcs(reinterpret_cast<const float4*>(q + base + j * 128 + lane * 4));
     }
-  };
-  float tot = 0.0f;
-  for (int64_t c0 = 0; c0 < a.segs; c0 += 32 * C) {
-    load_chunk(c0);
-    float ls = 0.0f;
 #pragma unroll
-    for (int j = 0; j < C; ++j)
-      ls += v[j];
-    tot += warp_sum(ls);
-  }
-  if (!(tot > 0.0f))
-    return -1;
-  const float target = u * tot;
-  // The segment whose inclusive prefix first exceeds the target.
-  float run = 0.0f, before = 0.0f;
-  int64_t seg = -1, last_pos = -1;
-  for (int64_t c0 = 0; c0 < a.segs; c0 += 32 * C) {
-    if (a.segs > 32 * C)
-      load_chunk(c0);
-    float ls = 0.0f;
+    for (int j = 0; j < 8; ++j) {
+      const float pp[4] = {pv[j].x, pv[j].y, pv[j].z, pv[j].w};
+      const float qq[4] = {qv[j].x, qv[j].y, qv[j].z, qv[j].w};
 #pragma unroll
-    for (int j = 0; j < C; ++j)
-      ls += v[j];
-    float incl = ls;
-    for (int o = 1; o < 32; o <<= 1) {
-      const float t = __shfl_up_sync(0xFFFFFFFFu, incl, o);
-      if (lane >= o)
-        incl += t;
-    }
-    float cum = run + (incl - ls);
-    int64_t cand = -1, lastp = -1;
-    float cand_before = 0.0f;
-#pragma unroll
-    for (int j = 0; j < C; ++j) {
-      if (v[j] > 0.0f) {
-        lastp = c0 + lane * C + j;
-        if (cand < 0 && cum + v[j] > target) {
-          cand = lastp;
-          cand_before = cum;
-        }
-      }
-      cum += v[j];
-    }
-    const unsigned pos = __ballot_sync(0xFFFFFFFFu, lastp >= 0);
-    if (pos)
-      last_pos = __shfl_sync(0xFFFFFFFFu, lastp, 31 - __clz(pos));
-    const unsigned hit = __ballot_sync(0xFFFFFFFFu, cand >= 0);
-    if (hit) {
-      const int l = __ffs(hit) - 1;
-      seg = __shfl_sync(0xFFFFFFFFu, cand, l);
-      before = __shfl_sync(0xFFFFFFFFu, cand_before, l);
-      break;
-    }
-    run += __shfl_sync(0xFFFFFFFFu, incl, 31);
-  }
-  bool take_last = false;
-  if (seg < 0) { // rounding put the target at the very end: take the last positive weight
-    seg = last_pos;
-    take_last = true;
-  }
-  if (seg < 0)
-    return -1;
-  // Within the segment: lane l owns elements [l*32, l*32 + 32).
-  const int64_t base = seg * kSeg + lane * 32;
-  float w[32];
-  float lane_sum = 0.0f;
-  if (vec && base + 32 <= a.vocab) { // 16-byte loads of this lane's 32 weights
-#pragma unroll
-    for (int e = 0; e < 32; e += 4) {
-      const float4 pv = __ldcg(reinterpret_cast<const float4*>(p + base + e));
-      float4 qv = make_float4(0.f, 0.f, 0.f, 0.f);
-      if (residual)
-        qv = __ldcg(reinterpret_cast<const float4*>(q + base + e));
-      w[e] = residual ? fmaxf(pv.x - qv.x, 0.0f) : fmaxf(pv.x, 0.0f);
-      w[e + 1] = residual ? fmaxf(pv.y - qv.y, 0.0f) : fmaxf(pv.y, 0.0f);
-      w[e + 2] = residual ? fmaxf(pv.z - qv.z, 0.0f) : fmaxf(pv.z, 0.0f);
-      w[e + 3] = residual ? fmaxf(pv.w - qv.w, 0.0f) : fmaxf(pv.w, 0.0f);
+      for (int e = 0; e < 4; ++e)
+        w[4 * j + e] = residual ? fmaxf(pp[e] - qq[e], 0.0f) : fmaxf(pp[e], 0.0f);
     }
   } else {
 #pragma unroll
-    for (int e = 0; e < 32; ++e)
-      w[e] = base + e < a.vocab ? weight(p, q, base + e, residual) : 0.0f;
-  }
-#pragma unroll
-  for (int e = 0; e < 32; ++e)
-    lane_sum += w[e];
-  float excl = lane_sum;
-  for (int o = 1; o < 32; o <<= 1) {
-    const float t = __shfl_up_sync(0xFFFFFFFFu, excl, o);
-    if (lane >= o)
-      excl += t;
-  }
-  excl -= lane_sum;
-  const float local = target - before;
-  int cand = -1, last = -1;
-  float cum = excl;
-#pragma unroll
-  for (int e = 0; e < 32; ++e) {
-    cum += w[e];
-    if (w[e] > 0.0f) {
-      last = static_cast<int>(base + e);
-      if (cand < 0 && cum > local)
-        cand = last;
+    for (int k = 0; k < 32; ++k) {
+      const int64_t e = seg_elem(base, lane, k);
+      const float pp = e < vocab ? p[e] : 0.0f;
+      w[k] = e < vocab ? (residual ? fmaxf(pp - q[e], 0.0f) : fmaxf(pp, 0.0f)) : 0.0f;
     }
   }
-  const unsigned hit = __ballot_sync(0xFFFFFFFFu, cand >= 0 && !take_last);
-  if (hit)
-    return __shfl_sync(0xFFFFFFFFu, cand, __ffs(hit) - 1);
-  int best = last;
-  for (int o = 16; o > 0; o >>= 1)
-    best = max(best, __shfl_xor_sync(0xFFFFFFFFu, best, o));
+}
+
+/// The race entry of one segment, by a whole warp: the segment's mass (a warp scan of the lanes'
+/// sums), its candidate (the first weight in draw order whose inclusive prefix exceeds u * mass;
+/// the last positive one when rounding runs past the end) and its key mass / e, where e is the
+/// exponential of the segment's race coin. Every lane returns the same entry.
+__device__ __forceinline__ uint64_t segment_entry(const float (&w)[32], float u, float e,
+                                                  int64_t base) {
+  const int lane = threadIdx.x & 31;
+  // This lane's inclusive prefixes in draw order; the last one is the lane's mass.
+  float pre[32];
+  float acc = 0.0f;
+#pragma unroll
+  for (int k = 0; k < 32; ++k) {
+    acc += w[k];
+    pre[k] = acc;
+  }
+  float incl = acc;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const float t = __shfl_up_sync(0xFFFFFFFFu, incl, o);
+    if (lane >= o)
+      incl += t;
+  }
+  const float mass = __shfl_sync(0xFFFFFFFFu, incl, 31);
+  if (!(mass > 0.0f))
+    return race_entry(0.0f, -1);
+  // The first prefix that exceeds u * mass: in each lane the first prefix above what is left of
+  // the target (at least 0, so that a lane starting past the target through rounding offers its
+  // first positive weight), and the ballot takes the first lane that has one. A zero weight
+  // repeats the previous prefix, so it is never the first to cross: no weight test is needed.
+  const float rest = fmaxf(u * mass - (incl - acc), 0.0f);
+  int cand = -1;
+#pragma unroll
+  for (int k = 31; k >= 0; --k)
+    cand = pre[k] > rest ? k : cand;
+  int token;
+  const unsigned hit = __ballot_sync(0xFFFFFFFFu, cand >= 0);
+  if (hit) {
+    const int l = __ffs(hit) - 1;
+    token = static_cast<int>(seg_elem(base, l, __shfl_sync(0xFFFFFFFFu, cand, l)));
+  } else { // rounding put the target past the end: the last positive weight in draw order
+    int last = -1;
+#pragma unroll
+    for (int k = 0; k < 32; ++k)
+      if (w[k] > 0.0f)
+        last = k;
+    const unsigned pos = __ballot_sync(0xFFFFFFFFu, last >= 0); // non-empty: mass > 0
+    const int l = 31 - __clz(pos);
+    token = static_cast<int>(seg_elem(base, l, __shfl_sync(0xFFFFFFFFu, last, l)));
+  }
+  return race_entry(mass / e, token);
+}
+
+/// The best race entry of segments first, first + step, ... < end of one row, by a whole warp.
+template <bool kVec>
+__device__ __forceinline__ uint64_t race_segments(const float* p, const float* q, bool residual,
+                                                  int64_t vocab, int64_t first, int64_t end,
+                                                  int64_t step, uint64_t seed, uint64_t offset,
+                                                  uint32_t row) {
+  uint64_t best = 0;
+  float u = 0.0f;
+  for (int64_t seg = first; seg < end; seg += step) {
+    float w[32];
+    load_segment<kVec>(p, q, residual, seg * kSeg, vocab, w);
+    // The coins do not depend on the loads: their arithmetic runs while the loads are in flight.
+    if (seg == first)
+      u = specbench::detail::philox_uniform(seed, offset, row, kTagDraw);
+    const float c = specbench::detail::philox_open_uniform(seed, offset, row,
+                                                           kTagRace0 + static_cast<uint32_t>(seg));
+    best = max(best, segment_entry(w, u, -logf(c), seg * kSeg));
+  }
   return best;
+}
+
+/// Max of one entry per warp over the block (every thread calls it); the result is valid in
+/// thread 0.
+__device__ __forceinline__ uint64_t block_max(uint64_t v, uint64_t* red) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  if (lane == 0)
+    red[warp] = v;
+  __syncthreads();
+  uint64_t m = 0;
+  if (threadIdx.x < 32) {
+    m = lane < static_cast<int>(blockDim.x >> 5) ? red[lane] : 0ull;
+    m = warp_max_packed(m);
+  }
+  return m;
 }
 
 template <int kMode, bool kVec>
@@ -193,99 +197,93 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingArgs a) {
   const float* p = a.target + grow * a.vocab;
   const float* q =
       residual ? a.draft + (static_cast<int64_t>(b) * (a.rows - 1) + i) * a.vocab : nullptr;
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  extern __shared__ int32_t smem[];
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  const int warps = static_cast<int>(blockDim.x >> 5);
   const int n = a.rows;
   const int64_t row0 = static_cast<int64_t>(b) * n;
-  int32_t* par = smem;
-  int32_t* tok = par + n;
-  int32_t* tgt = tok + n;
-  int32_t* first = tgt + n;
-  // Small trees are staged while the probabilities stream in (tree mode only).
-  const bool staged = kMode == kTree && n <= kThreads;
-  if (staged && static_cast<int>(threadIdx.x) < n) {
-    if (a.parents)
-      par[threadIdx.x] = a.parents[row0 + threadIdx.x];
-    tok[threadIdx.x] = a.tokens[row0 + threadIdx.x];
-  }
-  const int64_t seg_begin = split * a.segs_per_split;
-  const int64_t seg_end = min(a.segs, seg_begin + a.segs_per_split);
-  for (int64_t seg = seg_begin + warp; seg < seg_end; seg += kWarps) {
-    const int64_t base = seg * kSeg;
-    float fs = 0.0f, ps = 0.0f;
-    if (kVec && base + kSeg <= a.vocab) {
-      float4 pv[8], qv[8];
-#pragma unroll
-      for (int j = 0; j < 8; ++j)
-        pv[j] = __ldcs(reinterpret_cast<const float4*>(p + base + j * 128 + lane * 4));
-      if (residual) {
-#pragma unroll
-        for (int j = 0; j < 8; ++j)
-          qv[j] = __ldcs(reinterpret_cast<const float4*>(q + base + j * 128 + lane * 4));
-      }
-#pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        const float pp[4] = {fmaxf(pv[j].x, 0.f), fmaxf(pv[j].y, 0.f), fmaxf(pv[j].z, 0.f),
-                             fmaxf(pv[j].w, 0.f)};
-        ps += (pp[0] + pp[1]) + (pp[2] + pp[3]);
-        if (residual)
-          fs += (fmaxf(pv[j].x - qv[j].x, 0.f) + fmaxf(pv[j].y - qv[j].y, 0.f)) +
-                (fmaxf(pv[j].z - qv[j].z, 0.f) + fmaxf(pv[j].w - qv[j].w, 0.f));
-      }
-      if (!residual)
-        fs = ps;
-    } else {
-      for (int j = 0; j < 32; ++j) {
-        const int64_t e = base + j * 32 + lane;
-        if (e < a.vocab) {
-          const float pp = fmaxf(p[e], 0.0f);
-          ps += pp;
-          fs += residual ? fmaxf(p[e] - q[e], 0.0f) : pp;
-        }
-      }
-    }
-    fs = warp_sum(fs);
-    ps = warp_sum(ps);
-    if (lane == 0)
-      a.sums[grow * a.segs + seg] = make_float2(fs, ps);
-  }
-  __shared__ bool is_last;
-  __syncthreads();
-  if (threadIdx.x == 0)
-    is_last = arrive_last(&a.counters[b], static_cast<uint32_t>(a.rows * a.splits));
-  __syncthreads();
-  if (!is_last)
-    return;
-
+  // The ticket stays in a register until after the loads: nothing waits on its round trip.
+  uint32_t ticket = 0;
+  if (tid == 0)
+    ticket = take_ticket(&a.counters[b]);
   uint64_t seed = a.seed, offset = a.offset;
   if (a.dev_seed_offset) {
     seed = a.dev_seed_offset[0];
     offset = a.dev_seed_offset[1];
   }
-  if (kMode == kTree) {
-    if (!staged)
-      for (int r = threadIdx.x; r < n; r += kThreads) {
-        if (a.parents)
-          par[r] = a.parents[row0 + r];
-        tok[r] = a.tokens[row0 + r];
+
+  // The pass: each warp races its segments; the block's best entry goes into its slot.
+  const int64_t seg_begin = split * a.segs_per_split;
+  const int64_t seg_end = min(a.segs, seg_begin + a.segs_per_split);
+  const uint64_t mine = race_segments<kVec>(p, q, residual, a.vocab, seg_begin + warp, seg_end,
+                                            warps, seed, offset, static_cast<uint32_t>(grow));
+  __shared__ uint64_t red[kWarps];
+  __shared__ bool is_last;
+  const uint64_t best = block_max(mine, red);
+  if (tid == 0) {
+    store_slot(&a.slots[grow * a.splits + split], best); // non-zero: the split has a segment
+    is_last = ticket == static_cast<uint32_t>(n * a.splits) - 1;
+  }
+  __syncthreads();
+  if (!is_last)
+    return;
+
+  // This block started last for request b: every other block of the request is running or done.
+  extern __shared__ __align__(16) int32_t smem[];
+  int32_t* par = smem;
+  int32_t* tok = par + n;
+  int32_t* tgt = tok + n;
+  int32_t* first = tgt + n;
+  __shared__ int reject_at;
+  __shared__ int fallback_token;
+  const int k = n - 1;
+  // Loads that do not depend on the slots are issued before the polls.
+  const bool one_each = n <= static_cast<int>(blockDim.x);
+  int32_t my_par = -1, my_tok = 0;
+  if (kMode == kTree && one_each && tid < n) {
+    if (a.parents)
+      my_par = a.parents[row0 + tid];
+    my_tok = a.tokens[row0 + tid];
+  }
+  // Wait until each slot of the request is written, empty it for the next call, and keep each
+  // row's max: a warp per row, or a thread per row when a row has one slot (large batches or
+  // trees, small vocabularies). Chain mode leaves warp 0 to the acceptance tests, whose loads
+  // overlap the polls.
+  const int poll0 = kMode == kChain ? 1 : 0;
+  if (warp >= poll0 && a.splits == 1) {
+    const int pollers = (warps - poll0) * 32;
+    uint64_t* s = a.slots + row0;
+    for (int r0 = tid - 32 * poll0; r0 < n; r0 += 4 * pollers) {
+      uint64_t v[4];
+#pragma unroll
+      for (int u = 0; u < 4; ++u) // four loads in flight before any is used
+        v[u] = r0 + u * pollers < n ? load_slot(s + r0 + u * pollers) : 1ull;
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        const int r = r0 + u * pollers;
+        if (r < n) {
+          while (v[u] == 0)
+            v[u] = load_slot(s + r);
+          store_slot(s + r, 0);
+          const int t = entry_token(v[u]);
+          tgt[r] = t;
+          if (kMode == kTree && a.target_out)
+            a.target_out[row0 + r] = t;
+        }
       }
-    for (int r = warp; r < n; r += kWarps) {
-      const float u =
-          specbench::detail::philox_uniform(seed, offset, static_cast<uint32_t>(row0 + r), 0);
-      const int t =
-          warp_draw(a, row0 + r, a.target + (row0 + r) * a.vocab, nullptr, false, 0, u, kVec);
+    }
+  } else if (warp >= poll0) {
+    for (int r = warp - poll0; r < n; r += warps - poll0) {
+      const uint64_t m = warp_drain_slots_max(a.slots + (row0 + r) * a.splits, a.splits);
       if (lane == 0) {
+        const int t = entry_token(m);
         tgt[r] = t;
-        if (a.target_out)
+        if (kMode == kTree && a.target_out)
           a.target_out[row0 + r] = t;
       }
     }
-    __syncthreads();
-    if (warp == 0)
-      warp_walk_tree(a.parents ? par : nullptr, tok, tgt, first, n, a.out_tokens, a.accepted,
-                     a.bonus, b);
-  } else if (warp == 0) {
-    const int k = n - 1;
+  } else {
+    // Draft j stands when u_j * q_j(d_j) < p_j(d_j); the token is drawn at the first that does
+    // not (at k when every draft stands).
     int pos = k;
     for (int c = 0; c < k; c += 32) {
       const int j = c + lane;
@@ -296,8 +294,8 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingArgs a) {
         const float pp = ok ? __ldcg(a.target + (row0 + j) * a.vocab + d) : 0.0f;
         const float qq =
             ok ? __ldcg(a.draft + (static_cast<int64_t>(b) * k + j) * a.vocab + d) : 0.0f;
-        const float u =
-            specbench::detail::philox_uniform(seed, offset, static_cast<uint32_t>(row0 + j), 1);
+        const float u = specbench::detail::philox_uniform(
+            seed, offset, static_cast<uint32_t>(row0 + j), kTagAccept);
         reject = !(u * qq < pp);
       }
       const unsigned m = __ballot_sync(0xFFFFFFFFu, reject);
@@ -306,35 +304,65 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingArgs a) {
         break;
       }
     }
-    const float u =
-        specbench::detail::philox_uniform(seed, offset, static_cast<uint32_t>(row0 + pos), 0);
-    const float* pr = a.target + (row0 + pos) * a.vocab;
-    int t;
-    if (pos < k) {
-      const float* qr = a.draft + (static_cast<int64_t>(b) * k + pos) * a.vocab;
-      t = warp_draw(a, row0 + pos, pr, qr, true, 0, u, kVec);
-      if (t < 0)
-        t = warp_draw(a, row0 + pos, pr, nullptr, false, 1, u, kVec);
-    } else {
-      t = warp_draw(a, row0 + pos, pr, nullptr, false, 0, u, kVec);
-    }
-    int32_t* out = a.out_tokens + row0;
-    for (int j = lane; j < n; j += 32)
-      out[j] = j < pos ? a.tokens[static_cast<int64_t>(b) * k + j] : (j == pos ? t : -1);
-    if (lane == 0)
-      a.accepted[b] = pos;
+    reject_at = pos; // every lane writes the same value
   }
-  if (threadIdx.x == 0)
-    a.counters[b] = 0;
+  if (kMode == kTree) {
+    if (one_each) {
+      if (tid < n) {
+        par[tid] = my_par;
+        tok[tid] = my_tok;
+      }
+    } else {
+      for (int r = tid; r < n; r += blockDim.x) {
+        if (a.parents)
+          par[r] = a.parents[row0 + r];
+        tok[r] = a.tokens[row0 + r];
+      }
+    }
+  }
+  __syncthreads();
+
+  if (kMode == kTree) {
+    if (warp == 0)
+      warp_walk_tree(a.parents ? par : nullptr, tok, tgt, first, n, a.out_tokens, a.accepted,
+                     a.bonus, b);
+  } else {
+    const int pos = reject_at;
+    int t = tgt[pos];
+    if (t < 0 && pos < k) {
+      // Rare: p <= q everywhere on row pos, so max(p - q, 0) has no mass and the token is drawn
+      // from p with the same coins. The whole block races p's row again.
+      const uint64_t e =
+          race_segments<kVec>(a.target + (row0 + pos) * a.vocab, nullptr, false, a.vocab, warp,
+                              a.segs, warps, seed, offset, static_cast<uint32_t>(row0 + pos));
+      const uint64_t m = block_max(e, red);
+      if (tid == 0)
+        fallback_token = entry_token(m);
+      __syncthreads();
+      t = fallback_token;
+    }
+    if (warp == 0) {
+      int32_t* out = a.out_tokens + row0;
+      for (int j = lane; j < n; j += 32)
+        out[j] = j < pos ? a.tokens[static_cast<int64_t>(b) * k + j] : (j == pos ? t : -1);
+      if (lane == 0)
+        a.accepted[b] = pos;
+    }
+  }
+  if (tid == 0)
+    a.counters[b] = 0; // every block of the request has taken its ticket
 }
 
 Status launch_sampling(int mode, SamplingArgs a, int batch, std::size_t smem, Stream stream,
                        const char* where) {
   a.segs = sampling_segments(a.vocab);
   const int64_t rows = static_cast<int64_t>(batch) * a.rows;
-  const int64_t target_blocks = static_cast<int64_t>(sm_count()) * 4;
+  // A warp per segment at a time, blocks of 8 warps.
+  const int64_t sms = sm_count();
+  const int warps = kWarps;
+  const int64_t target_blocks = sms * 4;
   int64_t splits = (target_blocks + rows - 1) / rows;
-  const int64_t max_splits = (a.segs + kWarps - 1) / kWarps;
+  const int64_t max_splits = (a.segs + warps - 1) / warps;
   splits = splits < 1 ? 1 : (splits > max_splits ? max_splits : splits);
   a.segs_per_split = (a.segs + splits - 1) / splits;
   a.splits = static_cast<int>((a.segs + a.segs_per_split - 1) / a.segs_per_split);
@@ -346,18 +374,24 @@ Status launch_sampling(int mode, SamplingArgs a, int batch, std::size_t smem, St
                    (a.draft == nullptr || reinterpret_cast<uintptr_t>(a.draft) % 16 == 0) &&
                    a.vocab % 4 == 0;
   const unsigned g = static_cast<unsigned>(blocks);
+  const unsigned t = static_cast<unsigned>(warps * 32);
   if (mode == kTree) {
     if (vec)
-      sampling_kernel<kTree, true><<<g, kThreads, smem, stream>>>(a);
+      sampling_kernel<kTree, true><<<g, t, smem, stream>>>(a);
     else
-      sampling_kernel<kTree, false><<<g, kThreads, smem, stream>>>(a);
+      sampling_kernel<kTree, false><<<g, t, smem, stream>>>(a);
   } else {
     if (vec)
-      sampling_kernel<kChain, true><<<g, kThreads, 0, stream>>>(a);
+      sampling_kernel<kChain, true><<<g, t, smem, stream>>>(a);
     else
-      sampling_kernel<kChain, false><<<g, kThreads, 0, stream>>>(a);
+      sampling_kernel<kChain, false><<<g, t, smem, stream>>>(a);
   }
   return launch_status(where);
+}
+
+// Dynamic shared memory of the reducing block: parents, tokens, draws and the walk's scratch.
+std::size_t sampling_smem(int rows) {
+  return 4 * sizeof(int32_t) * static_cast<std::size_t>(rows);
 }
 
 SamplingArgs base_args(int rows, int64_t vocab, PhiloxArgs rng, void* workspace, int batch) {
@@ -368,8 +402,8 @@ SamplingArgs base_args(int rows, int64_t vocab, PhiloxArgs rng, void* workspace,
   a.offset = rng.offset;
   a.dev_seed_offset = rng.device_seed_offset;
   a.counters = static_cast<uint32_t*>(workspace);
-  a.sums = reinterpret_cast<float2*>(static_cast<char*>(workspace) +
-                                     align_up(sizeof(uint32_t) * batch, kWorkspaceAlign));
+  a.slots = reinterpret_cast<uint64_t*>(static_cast<char*>(workspace) +
+                                        align_up(sizeof(uint32_t) * batch, kWorkspaceAlign));
   return a;
 }
 
@@ -397,7 +431,7 @@ Status verify_tree_sampling(const float* target_probs, const int32_t* parents,
   a.out_tokens = accept_path;
   a.accepted = accepted;
   a.bonus = bonus;
-  return detail::launch_sampling(detail::kTree, a, batch, 4 * sizeof(int32_t) * nodes, stream,
+  return detail::launch_sampling(detail::kTree, a, batch, detail::sampling_smem(nodes), stream,
                                  where);
 }
 
@@ -419,7 +453,8 @@ Status verify_chain_sampling(const float* draft_probs, const int32_t* draft_toke
   a.tokens = draft_tokens;
   a.out_tokens = output_tokens;
   a.accepted = accepted;
-  return detail::launch_sampling(detail::kChain, a, batch, 0, stream, where);
+  return detail::launch_sampling(detail::kChain, a, batch, detail::sampling_smem(k + 1), stream,
+                                 where);
 }
 
 } // namespace specbench::kernels

@@ -200,9 +200,10 @@ std::size_t verify_sampling_workspace_bytes(int batch, int rows, int64_t vocab) 
   if (batch <= 0 || rows <= 0 || vocab <= 0)
     return 0;
   using namespace detail;
-  // Per segment two float sums (the residual and the plain target mass).
+  // A ticket counter per request, and a 64-bit race slot per block of the pass; a row never has
+  // more blocks than segments, so one slot per segment is always enough.
   return align_up(sizeof(uint32_t) * static_cast<std::size_t>(batch), kWorkspaceAlign) +
-         align_up(2 * sizeof(float) * static_cast<std::size_t>(batch) * rows *
+         align_up(sizeof(uint64_t) * static_cast<std::size_t>(batch) * rows *
                       static_cast<std::size_t>(sampling_segments(vocab)),
                   kWorkspaceAlign);
 }

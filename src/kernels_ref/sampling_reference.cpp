@@ -2,7 +2,10 @@
 
 #include "specbench/detail/philox.hpp"
 
+#include "kernel_shapes.hpp"
+
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 namespace specbench {
@@ -11,40 +14,92 @@ float sampling_coin(uint64_t seed, uint64_t offset, uint32_t row, uint32_t tag) 
   return detail::philox_uniform(seed, offset, row, tag);
 }
 
-int32_t sample_inverse_cdf_reference(std::span<const float> weights, float u) {
-  double total = 0.0;
-  for (float w : weights)
-    total += std::max(0.0f, w);
-  if (!(total > 0.0))
-    return -1;
-  const double target = static_cast<double>(u) * total;
-  double cum = 0.0;
-  int32_t last_positive = -1;
-  for (size_t i = 0; i < weights.size(); ++i) {
-    const float w = std::max(0.0f, weights[i]);
-    if (w <= 0.0f)
-      continue;
-    cum += w;
-    last_positive = static_cast<int32_t>(i);
-    if (cum > target)
-      return last_positive;
-  }
-  return last_positive; // u * total rounded up to the total
+namespace {
+
+static_assert(kDrawSegment == kernels::detail::kSamplingSegment,
+              "the reference and the kernels must cut rows into the same segments");
+
+double weight_at(std::span<const float> w, int64_t i) {
+  return i < static_cast<int64_t>(w.size()) ? std::max(0.0f, w[static_cast<size_t>(i)]) : 0.0;
 }
 
-bool inverse_cdf_draw_consistent(std::span<const float> weights, float u, int32_t token,
-                                 double rel_tol) {
+std::vector<double> segment_masses(std::span<const float> w) {
+  const int64_t segs = (static_cast<int64_t>(w.size()) + kDrawSegment - 1) / kDrawSegment;
+  std::vector<double> m(static_cast<size_t>(segs), 0.0);
+  for (size_t i = 0; i < w.size(); ++i)
+    m[i / kDrawSegment] += std::max(0.0f, w[i]);
+  return m;
+}
+
+} // namespace
+
+float race_coin(uint64_t seed, uint64_t offset, uint32_t row, int64_t segment) {
+  return detail::philox_open_uniform(seed, offset, row, coin_tag_race(segment));
+}
+
+namespace {
+
+// Keys of the segment race in double: mass / -ln(coin); 0 for a segment without mass.
+std::vector<double> race_keys(const std::vector<double>& mass, const DrawCoins& c) {
+  std::vector<double> key(mass.size(), 0.0);
+  for (size_t s = 0; s < mass.size(); ++s)
+    if (mass[s] > 0.0)
+      key[s] = mass[s] / -std::log(static_cast<double>(
+                             race_coin(c.seed, c.offset, c.row, static_cast<int64_t>(s))));
+  return key;
+}
+
+} // namespace
+
+int32_t sample_segment_race_reference(std::span<const float> weights, const DrawCoins& coins) {
+  const std::vector<double> mass = segment_masses(weights);
+  const std::vector<double> key = race_keys(mass, coins);
+  int64_t seg = -1;
+  for (size_t s = 0; s < key.size(); ++s)
+    if (key[s] > 0.0 && (seg < 0 || key[s] > key[static_cast<size_t>(seg)]))
+      seg = static_cast<int64_t>(s);
+  if (seg < 0)
+    return -1;
+  const float u = sampling_coin(coins.seed, coins.offset, coins.row, kCoinDraw);
+  const int64_t base = seg * kDrawSegment;
+  const double in_target = static_cast<double>(u) * mass[static_cast<size_t>(seg)];
+  double in_cum = 0.0;
+  int32_t last = -1;
+  for (int q = 0; q < kDrawSegment; ++q) {
+    const int64_t i = base + segment_draw_order(q);
+    const double w = weight_at(weights, i);
+    if (!(w > 0.0))
+      continue;
+    in_cum += w;
+    last = static_cast<int32_t>(i);
+    if (in_cum > in_target)
+      return last;
+  }
+  return last; // rounding ran past the end: the last positive weight
+}
+
+bool segment_race_draw_consistent(std::span<const float> weights, const DrawCoins& coins,
+                                  int32_t token, double rel_tol) {
   if (token < 0 || static_cast<size_t>(token) >= weights.size() || !(weights[token] > 0.0f))
     return false;
-  double total = 0.0, before = 0.0;
-  for (size_t i = 0; i < weights.size(); ++i) {
-    const double w = std::max(0.0f, weights[i]);
-    if (i < static_cast<size_t>(token))
-      before += w;
-    total += w;
+  const std::vector<double> mass = segment_masses(weights);
+  const std::vector<double> key = race_keys(mass, coins);
+  const int64_t seg = token / kDrawSegment;
+  const double best = *std::max_element(key.begin(), key.end());
+  if (!(key[static_cast<size_t>(seg)] >= best * (1.0 - rel_tol)))
+    return false;
+  const float u = sampling_coin(coins.seed, coins.offset, coins.row, kCoinDraw);
+  const int64_t base = seg * kDrawSegment;
+  double in_before = 0.0;
+  for (int q = 0; q < kDrawSegment; ++q) {
+    const int64_t i = base + segment_draw_order(q);
+    if (i == token)
+      break;
+    in_before += weight_at(weights, i);
   }
-  const double target = static_cast<double>(u) * total, slack = rel_tol * total;
-  return before <= target + slack && before + weights[token] >= target - slack;
+  const double m = mass[static_cast<size_t>(seg)];
+  const double in_target = static_cast<double>(u) * m, in_slack = rel_tol * m;
+  return in_before <= in_target + in_slack && in_before + weights[token] >= in_target - in_slack;
 }
 
 TreeSamplingResult verify_tree_sampling_reference(const DraftTree& tree,
@@ -57,9 +112,10 @@ TreeSamplingResult verify_tree_sampling_reference(const DraftTree& tree,
   TreeSamplingResult r;
   r.draws.resize(n);
   for (int i = 0; i < n; ++i) {
-    const float u = sampling_coin(seed, offset, static_cast<uint32_t>(request * n + i), kCoinDraw);
-    r.draws[i] = sample_inverse_cdf_reference(
-        target_probs.subspan(static_cast<size_t>(i) * vocab, static_cast<size_t>(vocab)), u);
+    const uint32_t row = static_cast<uint32_t>(request * n + i);
+    r.draws[i] = sample_segment_race_reference(
+        target_probs.subspan(static_cast<size_t>(i) * vocab, static_cast<size_t>(vocab)),
+        DrawCoins{seed, offset, row});
   }
   r.acceptance = verify_tree_reference(tree, r.draws);
   return r;
@@ -99,8 +155,8 @@ ChainSamplingResult verify_chain_sampling_reference(std::span<const int32_t> dra
     if (any)
       r.residual = std::move(res);
   }
-  r.draw_coin = sampling_coin(seed, offset, base + static_cast<uint32_t>(j), kCoinDraw);
-  r.output[j] = sample_inverse_cdf_reference(r.residual, r.draw_coin);
+  r.coins = DrawCoins{seed, offset, base + static_cast<uint32_t>(j)};
+  r.output[j] = sample_segment_race_reference(r.residual, r.coins);
   return r;
 }
 

@@ -123,21 +123,94 @@ TEST(KernelReferences, CoinsAreUniformAndDistinct) {
   EXPECT_NEAR(sum / n, 0.5, 0.01);
   EXPECT_NE(sampling_coin(42, 7, 3, kCoinDraw), sampling_coin(42, 8, 3, kCoinDraw));
   EXPECT_NE(sampling_coin(42, 7, 3, kCoinDraw), sampling_coin(42, 7, 3, kCoinAccept));
+  EXPECT_NE(sampling_coin(42, 7, 3, kCoinDraw), sampling_coin(42, 7, 3, coin_tag_race(0)));
   EXPECT_EQ(sampling_coin(42, 7, 3, kCoinDraw), sampling_coin(42, 7, 3, kCoinDraw));
 }
 
-TEST(KernelReferences, InverseCdfDraw) {
-  const std::vector<float> w = {0.0f, 0.25f, 0.0f, 0.5f, 0.25f, -1.0f};
-  EXPECT_EQ(sample_inverse_cdf_reference(w, 0.0f), 1); // zero weights are never drawn
-  EXPECT_EQ(sample_inverse_cdf_reference(w, 0.2f), 1);
-  EXPECT_EQ(sample_inverse_cdf_reference(w, 0.25f), 3);
-  EXPECT_EQ(sample_inverse_cdf_reference(w, 0.9f), 4);
-  EXPECT_EQ(sample_inverse_cdf_reference(std::vector<float>{0.0f, 0.0f}, 0.5f), -1);
-  EXPECT_TRUE(inverse_cdf_draw_consistent(w, 0.2f, 1));
-  EXPECT_FALSE(inverse_cdf_draw_consistent(w, 0.2f, 3));
-  EXPECT_FALSE(inverse_cdf_draw_consistent(w, 0.2f, 2)); // zero weight
-  EXPECT_TRUE(inverse_cdf_draw_consistent(w, 0.25f, 1)); // boundary: either side is fine
-  EXPECT_TRUE(inverse_cdf_draw_consistent(w, 0.25f, 3));
+TEST(KernelReferences, SegmentDrawOrderIsAPermutationOfTheSegment) {
+  std::vector<int> seen(kDrawSegment, 0);
+  for (int q = 0; q < kDrawSegment; ++q)
+    ++seen[static_cast<size_t>(segment_draw_order(q))];
+  for (int i = 0; i < kDrawSegment; ++i)
+    EXPECT_EQ(seen[i], 1) << "offset " << i;
+  // The kernels' load layout: lane 1 (q = 32..63) starts at offset 4 and its second group of
+  // four (q = 36) is 128 further on.
+  EXPECT_EQ(segment_draw_order(0), 0);
+  EXPECT_EQ(segment_draw_order(3), 3);
+  EXPECT_EQ(segment_draw_order(4), 128);
+  EXPECT_EQ(segment_draw_order(32), 4);
+  EXPECT_EQ(segment_draw_order(36), 132);
+  EXPECT_EQ(segment_draw_order(1023), 1023);
+}
+
+TEST(KernelReferences, RaceCoinsAreOpenAndExponentialOfThemHasMeanOne) {
+  double sum_e = 0.0;
+  const int n = 40000;
+  for (int i = 0; i < n; ++i) {
+    const float c = race_coin(42, 7, static_cast<uint32_t>(i % 97), i / 97);
+    ASSERT_GT(c, 0.0f);
+    ASSERT_LT(c, 1.0f);
+    sum_e += -std::log(static_cast<double>(c));
+  }
+  EXPECT_NEAR(sum_e / n, 1.0, 0.03); // Exp(1): mean 1, sd 1, so 5 sd of the mean is 0.025
+  EXPECT_NE(race_coin(42, 7, 3, 0), race_coin(42, 7, 3, 1));
+  EXPECT_NE(race_coin(42, 7, 3, 0), race_coin(42, 7, 4, 0));
+}
+
+TEST(KernelReferences, SegmentRaceDrawInsideOneSegmentFollowsTheDrawOrder) {
+  // One segment: the in-segment coin u decides. In draw order offset 1 comes first (lane 0,
+  // q = 1), then 128 (lane 0, q = 4); offset 4 (lane 1) comes after both.
+  std::vector<float> w(200, 0.0f);
+  w[1] = 0.25f;
+  w[4] = 0.5f;
+  w[128] = 0.25f;
+  w[199] = -1.0f; // negative weights count as zero
+  int seen[3] = {0, 0, 0};
+  for (uint32_t row = 0; row < 400; ++row) {
+    const DrawCoins c{11, 5, row};
+    const float u = sampling_coin(c.seed, c.offset, row, kCoinDraw);
+    const int expected = u < 0.25f ? 1 : (u < 0.5f ? 128 : 4); // natural order would give 4 second
+    ASSERT_EQ(sample_segment_race_reference(w, c), expected) << "u = " << u;
+    EXPECT_TRUE(segment_race_draw_consistent(w, c, expected));
+    EXPECT_FALSE(segment_race_draw_consistent(w, c, 2));   // zero weight
+    EXPECT_FALSE(segment_race_draw_consistent(w, c, 199)); // negative weight
+    if (u < 0.24f || u > 0.26f) { // away from a boundary only one answer is right
+      EXPECT_FALSE(segment_race_draw_consistent(w, c, expected == 1 ? 128 : 1));
+    }
+    ++seen[expected == 1 ? 0 : (expected == 128 ? 1 : 2)];
+  }
+  EXPECT_GT(seen[0], 0);
+  EXPECT_GT(seen[1], 0);
+  EXPECT_GT(seen[2], 0);
+  EXPECT_EQ(sample_segment_race_reference(std::vector<float>{0.0f, -1.0f}, DrawCoins{1, 2, 3}), -1);
+}
+
+TEST(KernelReferences, SegmentRacePicksTheLargestKeyWithProbabilityProportionalToMass) {
+  // Three segments with masses 1, 0, 3 (the last one partial).
+  std::vector<float> x(2 * kDrawSegment + 100, 0.0f);
+  x[7] = 1.0f;
+  x[2 * kDrawSegment + 10] = 2.0f;
+  x[2 * kDrawSegment + 99] = 1.0f;
+  const int n = 40000;
+  int first = 0;
+  for (int i = 0; i < n; ++i) {
+    const DrawCoins c{9, 1, static_cast<uint32_t>(i)};
+    const int32_t t = sample_segment_race_reference(x, c);
+    // The winner is the larger of 1 / E_0 and 3 / E_2, computed here independently.
+    const double k0 = 1.0 / -std::log(static_cast<double>(race_coin(9, 1, c.row, 0)));
+    const double k2 = 3.0 / -std::log(static_cast<double>(race_coin(9, 1, c.row, 2)));
+    ASSERT_EQ(t / kDrawSegment, k0 > k2 ? 0 : 2) << "row " << i;
+    ASSERT_NE(t / kDrawSegment, 1); // no mass, never drawn
+    EXPECT_TRUE(segment_race_draw_consistent(x, c, t));
+    // The other segment loses unless the keys are within the tolerance.
+    const int32_t other = t == 7 ? 2 * kDrawSegment + 10 : 7;
+    if (std::abs(k0 - k2) > 1e-4 * std::max(k0, k2)) {
+      EXPECT_FALSE(segment_race_draw_consistent(x, c, other));
+    }
+    first += t == 7;
+  }
+  // P(segment 0) = 1/4; 5 standard deviations of the count is about 433.
+  EXPECT_NEAR(first, n / 4, 450);
 }
 
 namespace {

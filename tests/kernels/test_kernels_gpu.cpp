@@ -374,10 +374,10 @@ std::vector<float> random_probs(std::mt19937& rng, int rows, int64_t V, bool spa
 }
 } // namespace
 
-TEST(KernelsGpu, TreeSamplingDrawsAreInverseCdfAndWalkIsExact) {
+TEST(KernelsGpu, TreeSamplingDrawsAreSegmentRaceDrawsAndWalkIsExact) {
   std::mt19937 rng(14);
   for (int64_t V : {int64_t{5}, int64_t{1001}, int64_t{4096}, int64_t{151936}})
-    for (int n : {1, 8, 33})
+    for (int n : {1, 8, 33, 300})
       for (bool use_dev_seed : {false, true}) {
         const int batch = 2;
         if (V * n * batch > 12'000'000)
@@ -401,9 +401,9 @@ TEST(KernelsGpu, TreeSamplingDrawsAreInverseCdfAndWalkIsExact) {
                                           acc.p, bon.p, ws.p, ws.bytes, nullptr));
         const auto D = draws.get();
         for (int r = 0; r < batch * n; ++r) {
-          const float u = sampling_coin(seed, offset, static_cast<uint32_t>(r), kCoinDraw);
-          EXPECT_TRUE(inverse_cdf_draw_consistent(
-              std::span<const float>(probs.data() + static_cast<size_t>(r) * V, V), u, D[r]))
+          EXPECT_TRUE(segment_race_draw_consistent(
+              std::span<const float>(probs.data() + static_cast<size_t>(r) * V, V),
+              DrawCoins{seed, offset, static_cast<uint32_t>(r)}, D[r]))
               << "V=" << V << " row " << r << " draw " << D[r];
         }
         expect_walk(trees, D, path.get(), acc.get(), bon.get(),
@@ -509,8 +509,7 @@ TEST(KernelsGpu, SamplingVerifiersKeepTheTargetDistribution) {
       ASSERT_EQ(A[b], r.accepted);
       for (int j = 0; j < r.accepted; ++j)
         EXPECT_EQ(O[b * (kk + 1) + j], r.output[j]);
-      EXPECT_TRUE(
-          inverse_cdf_draw_consistent(r.residual, r.draw_coin, O[b * (kk + 1) + r.accepted]));
+      EXPECT_TRUE(segment_race_draw_consistent(r.residual, r.coins, O[b * (kk + 1) + r.accepted]));
       for (int j = r.accepted + 1; j <= kk; ++j)
         EXPECT_EQ(O[b * (kk + 1) + j], -1);
     }
@@ -523,37 +522,51 @@ TEST(KernelsGpu, SamplingVerifiersKeepTheTargetDistribution) {
 TEST(KernelsGpu, ChainSamplingMatchesReferenceOnRandomInputs) {
   std::mt19937 rng(16);
   for (int64_t V : {int64_t{3}, int64_t{1001}, int64_t{8192}, int64_t{151936}, int64_t{300007}})
-    for (int kk : {0, 1, 4, 15}) {
-      const int batch = 3;
-      if (V * (kk + 1) * batch > 12'000'000)
-        continue;
-      const auto tp = random_probs(rng, batch * (kk + 1), V, rng() % 2 == 0);
-      const auto dq = random_probs(rng, std::max(1, batch * kk), V, rng() % 2 == 0);
-      std::vector<int32_t> dr(static_cast<size_t>(batch) * kk);
-      for (auto& d : dr)
-        d = static_cast<int32_t>(rng() % V);
-      // Make some drafts likely to pass: copy target mass onto the draft token.
-      Dev<float> dtp(tp), ddq(dq);
-      Dev<int32_t> drafts(dr), out(static_cast<size_t>(batch) * (kk + 1)), acc(batch);
-      Workspace ws(k::verify_sampling_workspace_bytes(batch, kk + 1, V));
-      out.poison();
-      STATUS_OK(k::verify_chain_sampling(ddq.p, drafts.p, dtp.p, batch, kk, V, k::PhiloxArgs{3, 4},
-                                         out.p, acc.p, ws.p, ws.bytes, nullptr));
-      const auto O = out.get(), A = acc.get();
-      for (int b = 0; b < batch; ++b) {
-        const ChainSamplingResult r = verify_chain_sampling_reference(
-            std::span<const int32_t>(dr.data() + b * kk, kk),
-            std::span<const float>(dq.data() + static_cast<size_t>(b) * kk * V, kk * V),
-            std::span<const float>(tp.data() + static_cast<size_t>(b) * (kk + 1) * V, (kk + 1) * V),
-            V, 3, 4, b);
-        ASSERT_EQ(A[b], r.accepted) << "V=" << V << " k=" << kk;
-        for (int j = 0; j < r.accepted; ++j)
-          EXPECT_EQ(O[b * (kk + 1) + j], dr[b * kk + j]);
-        EXPECT_TRUE(
-            inverse_cdf_draw_consistent(r.residual, r.draw_coin, O[b * (kk + 1) + r.accepted]))
-            << "V=" << V << " k=" << kk << " token " << O[b * (kk + 1) + r.accepted];
+    for (int kk : {0, 1, 4, 15, 300})
+      for (bool no_residual : {false, true}) {
+        const int batch = 3;
+        if (V * (kk + 1) * batch > 12'000'000)
+          continue;
+        const auto tp = random_probs(rng, batch * (kk + 1), V, rng() % 2 == 0);
+        auto dq = random_probs(rng, std::max(1, batch * kk), V, rng() % 2 == 0);
+        if (no_residual) {
+          // q = 2p everywhere: max(p - q, 0) has no mass, so a rejected row draws from p (the
+          // kernel's rare path), and half the drafts are rejected.
+          for (int b = 0; b < batch; ++b)
+            for (int j = 0; j < kk; ++j)
+              for (int64_t v = 0; v < V; ++v)
+                dq[(static_cast<size_t>(b) * kk + j) * V + v] =
+                    2.0f * tp[(static_cast<size_t>(b) * (kk + 1) + j) * V + v];
+        }
+        std::vector<int32_t> dr(static_cast<size_t>(batch) * kk);
+        for (auto& d : dr)
+          d = static_cast<int32_t>(rng() % V);
+        Dev<float> dtp(tp), ddq(dq);
+        Dev<int32_t> drafts(dr), out(static_cast<size_t>(batch) * (kk + 1)), acc(batch);
+        Workspace ws(k::verify_sampling_workspace_bytes(batch, kk + 1, V));
+        out.poison();
+        STATUS_OK(k::verify_chain_sampling(ddq.p, drafts.p, dtp.p, batch, kk, V,
+                                           k::PhiloxArgs{3, 4}, out.p, acc.p, ws.p, ws.bytes,
+                                           nullptr));
+        const auto O = out.get(), A = acc.get();
+        for (int b = 0; b < batch; ++b) {
+          const ChainSamplingResult r = verify_chain_sampling_reference(
+              std::span<const int32_t>(dr.data() + b * kk, kk),
+              std::span<const float>(dq.data() + static_cast<size_t>(b) * kk * V, kk * V),
+              std::span<const float>(tp.data() + static_cast<size_t>(b) * (kk + 1) * V,
+                                     (kk + 1) * V),
+              V, 3, 4, b);
+          ASSERT_EQ(A[b], r.accepted) << "V=" << V << " k=" << kk;
+          for (int j = 0; j < r.accepted; ++j)
+            EXPECT_EQ(O[b * (kk + 1) + j], dr[b * kk + j]);
+          EXPECT_TRUE(
+              segment_race_draw_consistent(r.residual, r.coins, O[b * (kk + 1) + r.accepted]))
+              << "V=" << V << " k=" << kk << " no_residual=" << no_residual << " token "
+              << O[b * (kk + 1) + r.accepted];
+          for (int j = r.accepted + 1; j <= kk; ++j)
+            EXPECT_EQ(O[b * (kk + 1) + j], -1);
+        }
       }
-    }
 }
 
 namespace {
