@@ -31,14 +31,6 @@ std::vector<double> segment_masses(std::span<const float> w) {
   return m;
 }
 
-} // namespace
-
-float race_coin(uint64_t seed, uint64_t offset, uint32_t row, int64_t segment) {
-  return detail::philox_open_uniform(seed, offset, row, coin_tag_race(segment));
-}
-
-namespace {
-
 // Keys of the segment race in double: mass / -ln(coin); 0 for a segment without mass.
 std::vector<double> race_keys(const std::vector<double>& mass, const DrawCoins& c) {
   std::vector<double> key(mass.size(), 0.0);
@@ -50,6 +42,10 @@ std::vector<double> race_keys(const std::vector<double>& mass, const DrawCoins& 
 }
 
 } // namespace
+
+float race_coin(uint64_t seed, uint64_t offset, uint32_t row, int64_t segment) {
+  return detail::philox_open_uniform(seed, offset, row, coin_tag_race(segment));
+}
 
 int32_t sample_segment_race_reference(std::span<const float> weights, const DrawCoins& coins) {
   const std::vector<double> mass = segment_masses(weights);
