@@ -63,6 +63,22 @@ __device__ __forceinline__ uint64_t warp_max_packed(uint64_t v) {
   return (static_cast<uint64_t>(m) << 32) | i;
 }
 
+/// Max over the block of one value per warp (`v` must be the same in every lane of a warp, e.g.
+/// after warp_max_packed): every thread calls it; the result is valid in thread 0. `red` is
+/// shared memory for blockDim.x / 32 values. Contains one block barrier.
+__device__ __forceinline__ uint64_t block_max_packed(uint64_t v, uint64_t* red) {
+  const int lane = threadIdx.x & 31;
+  if (lane == 0)
+    red[threadIdx.x >> 5] = v;
+  __syncthreads();
+  uint64_t m = 0;
+  if (threadIdx.x < 32) {
+    m = lane < static_cast<int>(blockDim.x >> 5) ? red[lane] : 0ull;
+    m = warp_max_packed(m);
+  }
+  return m;
+}
+
 /// Counts a block in on `counter` and returns true for the block that arrives last of `total`.
 /// One thread calls it after a block barrier that follows the block's partial-result stores. The
 /// add is acquire-release at device scope: release publishes this block's stores (the barrier
@@ -113,6 +129,38 @@ __device__ __forceinline__ uint64_t warp_drain_slots_max(uint64_t* slots, int co
   }
   return warp_max_packed(m);
 }
+
+/// A request's tree for the reducing block: load() issues the loads (one node per thread when the
+/// tree has at most blockDim.x nodes) before the block polls its slots, and store() puts the tree
+/// into shared memory after, so that the loads' round trip overlaps the polls. Larger trees are
+/// read by store() itself. `parents == nullptr` (a chain) leaves `parents_s` unused.
+struct EarlyTree {
+  int32_t parent = -1, token = 0;
+  __device__ void load(const int32_t* parents, const int32_t* tokens, int64_t off, int n) {
+    const int i = static_cast<int>(threadIdx.x);
+    if (n <= static_cast<int>(blockDim.x) && i < n) {
+      if (parents)
+        parent = parents[off + i];
+      token = tokens[off + i];
+    }
+  }
+  __device__ void store(int32_t* parents_s, int32_t* tokens_s, const int32_t* parents,
+                        const int32_t* tokens, int64_t off, int n) const {
+    const int i0 = static_cast<int>(threadIdx.x), step = static_cast<int>(blockDim.x);
+    if (n <= step) {
+      if (i0 < n) {
+        parents_s[i0] = parent;
+        tokens_s[i0] = token;
+      }
+      return;
+    }
+    for (int i = i0; i < n; i += step) {
+      if (parents)
+        parents_s[i] = parents[off + i];
+      tokens_s[i] = tokens[off + i];
+    }
+  }
+};
 
 /// Greedy walk of one request over a parent-array tree, run by a whole block. `parents_s`,
 /// `tokens_s` and `target_s` are [n] in shared memory (parents_s == nullptr: a chain);

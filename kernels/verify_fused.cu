@@ -11,6 +11,7 @@
 // 0.4 us of a 4 us call). The reducing block zeroes the slots and the counter again, so the
 // workspace is ready for the next call and for graph replays.
 #include "common.cuh"
+#include "vector_first_max.cuh"
 
 #include <cuda_bf16.h>
 
@@ -20,37 +21,6 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr int kUnroll = 4;
-
-template <typename T> struct Elem;
-template <> struct Elem<__nv_bfloat16> {
-  static constexpr int kPerVec = 8;
-  // Largest of the 8 values (any of them when a NaN is among them) and whether one is NaN: a
-  // packed-bf16 max tree that lets NaN through, then one fp32 max of its two halves.
-  __device__ static float vec_max(const uint4& v, bool* nan) {
-    const auto h = [](uint32_t w) { return *reinterpret_cast<const __nv_bfloat162*>(&w); };
-    const __nv_bfloat162 m = __hmax2_nan(__hmax2_nan(h(v.x), h(v.y)), __hmax2_nan(h(v.z), h(v.w)));
-    const uint32_t mw = *reinterpret_cast<const uint32_t*>(&m);
-    const float lo = __uint_as_float(mw << 16), hi = __uint_as_float(mw & 0xFFFF0000u);
-    *nan |= (lo != lo) | (hi != hi);
-    return fmaxf(lo, hi);
-  }
-  __device__ static float get(const uint4& v, int e) {
-    const uint32_t w = (&v.x)[e >> 1];
-    return __uint_as_float((e & 1) ? (w & 0xFFFF0000u) : (w << 16));
-  }
-  __device__ static float scalar(const __nv_bfloat16* p) { return __bfloat162float(*p); }
-};
-template <> struct Elem<float> {
-  static constexpr int kPerVec = 4;
-  __device__ static float vec_max(const uint4& v, bool* nan) {
-    const float a = __uint_as_float(v.x), b = __uint_as_float(v.y), c = __uint_as_float(v.z),
-                d = __uint_as_float(v.w);
-    *nan |= (a != a) | (b != b) | (c != c) | (d != d);
-    return fmaxf(fmaxf(a, b), fmaxf(c, d));
-  }
-  __device__ static float get(const uint4& v, int e) { return __uint_as_float((&v.x)[e]); }
-  __device__ static float scalar(const float* p) { return *p; }
-};
 
 template <typename T, bool kVec>
 __global__ void __launch_bounds__(kThreads)
@@ -89,42 +59,9 @@ __global__ void __launch_bounds__(kThreads)
   int64_t best_idx = 0x7FFFFFFF; // no element
   bool nan = false;
   if (kVec) {
-    // Per 16-byte vector: its max first (a few instructions for 8 or 4 values), and the vector
-    // itself only when that max beats the running one (strict >, so the earliest vector keeps a
-    // tie). The position inside the winning vector is found once, at the end: the first element
-    // equal to the max. Visiting vectors in increasing index order keeps torch's first maximum.
     constexpr int V = E::kPerVec;
-    constexpr int64_t step = static_cast<int64_t>(kThreads) * V;
-    uint4 best_vec = make_uint4(0u, 0u, 0u, 0u);
-    int64_t best_base = -1;
-    if (start + tid * V < end)
-      best_idx = start + tid * V;
-    for (int64_t base = start + tid * V; base < end; base += kUnroll * step) {
-      uint4 v[kUnroll];
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u)
-        if (base + u * step < end)
-          v[u] = __ldcs(reinterpret_cast<const uint4*>(x + base + u * step));
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        if (base + u * step < end) {
-          const float m = E::vec_max(v[u], &nan);
-          if (m > best) {
-            best = m;
-            best_vec = v[u];
-            best_base = base + u * step;
-          }
-        }
-      }
-    }
-    if (best_base >= 0) {
-      int e = V - 1;
-#pragma unroll
-      for (int j = V - 1; j >= 0; --j)
-        if (E::get(best_vec, j) == best)
-          e = j;
-      best_idx = best_base + e;
-    }
+    vector_first_max<T, kUnroll>(x, start + tid * V, end, static_cast<int64_t>(kThreads) * V, best,
+                                 best_idx, nan);
   } else {
     if (start + tid < end)
       best_idx = start + tid;
@@ -158,31 +95,19 @@ __global__ void __launch_bounds__(kThreads)
   }
   __shared__ uint64_t red[kThreads / 32];
   __shared__ bool is_last;
-  key = warp_max_packed(key);
-  if ((tid & 31) == 0)
-    red[tid >> 5] = key;
   if (tid == 0)
-    is_last = ticket == per_request - 1;
-  __syncthreads();
-  if (tid < 32) {
-    key = tid < kThreads / 32 ? red[tid] : 0ull;
-    key = warp_max_packed(key);
-    if (tid == 0) // never zero: every chunk holds an element, and -inf's key is 0x007FFFFF
-      store_slot(&partials[row * splits + split], key);
-  }
+    is_last = ticket == per_request - 1; // read after block_max_packed's barrier
+  key = block_max_packed(warp_max_packed(key), red);
+  if (tid == 0) // never zero: every chunk holds an element, and -inf's key is 0x007FFFFF
+    store_slot(&partials[row * splits + split], key);
   if (!is_last)
     return;
 
   // This block started last for request b: every other block of the request is running or done.
   // Only this block needs the tree; its loads are issued with the first polls.
   const int warp = tid >> 5, lane = tid & 31;
-  const bool one_each = nodes <= kThreads;
-  int32_t my_par = -1, my_tok = 0;
-  if (one_each && tid < nodes) {
-    if (parents)
-      my_par = parents[off + tid];
-    my_tok = tokens[off + tid];
-  }
+  EarlyTree tree;
+  tree.load(parents, tokens, off, nodes);
   for (int r = warp; r < nodes; r += kThreads / 32) {
     // Small batches use 19 to 66 splits: one L2 round trip for the row's slots.
     const uint64_t m = warp_drain_slots_max(partials + (off + r) * splits, splits);
@@ -192,18 +117,7 @@ __global__ void __launch_bounds__(kThreads)
         target_out[off + r] = packed_index(m);
     }
   }
-  if (one_each) {
-    if (tid < nodes) {
-      par[tid] = my_par;
-      tok[tid] = my_tok;
-    }
-  } else {
-    for (int i = tid; i < nodes; i += kThreads) {
-      if (parents)
-        par[i] = parents[off + i];
-      tok[i] = tokens[off + i];
-    }
-  }
+  tree.store(par, tok, parents, tokens, off, nodes);
   __syncthreads();
   if (tid < 32) {
     warp_walk_tree(parents ? par : nullptr, tok, tgt, first, nodes, accept_path, accepted, bonus,

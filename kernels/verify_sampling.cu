@@ -172,21 +172,6 @@ __device__ __forceinline__ uint64_t race_segments(const float* p, const float* q
   return best;
 }
 
-/// Max of one entry per warp over the block (every thread calls it); the result is valid in
-/// thread 0.
-__device__ __forceinline__ uint64_t block_max(uint64_t v, uint64_t* red) {
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  if (lane == 0)
-    red[warp] = v;
-  __syncthreads();
-  uint64_t m = 0;
-  if (threadIdx.x < 32) {
-    m = lane < static_cast<int>(blockDim.x >> 5) ? red[lane] : 0ull;
-    m = warp_max_packed(m);
-  }
-  return m;
-}
-
 template <int kMode, bool kVec>
 __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingArgs a) {
   const int64_t grow = blockIdx.x / a.splits;
@@ -218,7 +203,7 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingArgs a) {
                                             warps, seed, offset, static_cast<uint32_t>(grow));
   __shared__ uint64_t red[kWarps];
   __shared__ bool is_last;
-  const uint64_t best = block_max(mine, red);
+  const uint64_t best = block_max_packed(mine, red);
   if (tid == 0) {
     store_slot(&a.slots[grow * a.splits + split], best); // non-zero: the split has a segment
     is_last = ticket == static_cast<uint32_t>(n * a.splits) - 1;
@@ -237,13 +222,9 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingArgs a) {
   __shared__ int fallback_token;
   const int k = n - 1;
   // Loads that do not depend on the slots are issued before the polls.
-  const bool one_each = n <= static_cast<int>(blockDim.x);
-  int32_t my_par = -1, my_tok = 0;
-  if (kMode == kTree && one_each && tid < n) {
-    if (a.parents)
-      my_par = a.parents[row0 + tid];
-    my_tok = a.tokens[row0 + tid];
-  }
+  EarlyTree tree;
+  if (kMode == kTree)
+    tree.load(a.parents, a.tokens, row0, n);
   // Wait until each slot of the request is written, empty it for the next call, and keep each
   // row's max: a warp per row, or a thread per row when a row has one slot (large batches or
   // trees, small vocabularies). Chain mode leaves warp 0 to the acceptance tests, whose loads
@@ -306,20 +287,8 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingArgs a) {
     }
     reject_at = pos; // every lane writes the same value
   }
-  if (kMode == kTree) {
-    if (one_each) {
-      if (tid < n) {
-        par[tid] = my_par;
-        tok[tid] = my_tok;
-      }
-    } else {
-      for (int r = tid; r < n; r += blockDim.x) {
-        if (a.parents)
-          par[r] = a.parents[row0 + r];
-        tok[r] = a.tokens[row0 + r];
-      }
-    }
-  }
+  if (kMode == kTree)
+    tree.store(par, tok, a.parents, a.tokens, row0, n);
   __syncthreads();
 
   if (kMode == kTree) {
@@ -335,7 +304,7 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingArgs a) {
       const uint64_t e =
           race_segments<kVec>(a.target + (row0 + pos) * a.vocab, nullptr, false, a.vocab, warp,
                               a.segs, warps, seed, offset, static_cast<uint32_t>(row0 + pos));
-      const uint64_t m = block_max(e, red);
+      const uint64_t m = block_max_packed(e, red);
       if (tid == 0)
         fallback_token = entry_token(m);
       __syncthreads();

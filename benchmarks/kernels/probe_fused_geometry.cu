@@ -6,9 +6,12 @@
 //   counter - read, then the last block to arrive (acq_rel counter) reduces and walks a chain;
 //   poll    - read, then one designated block (the last in launch order) waits for every
 //             partial slot to turn non-zero, reduces and walks; no counter, no release fence.
-// for several block sizes and splits per row. docs/kernels.md quotes the results.
+// for several block sizes and splits per row, with the fused kernel's own per-thread loop
+// (vector_first_max.cuh). docs/kernels.md quotes the results; its table was measured on
+// 2026-12-03 03:54 UTC, when that loop still compared every element (per-element argmax).
 //   build/benchmarks/kernels/probe_fused_geometry
-#include "../../kernels/common.cuh" // argmax keys, warp reductions, arrival
+#include "../../kernels/common.cuh"           // argmax keys, warp reductions, arrival
+#include "../../kernels/vector_first_max.cuh" // the fused kernel's per-thread loop
 
 #include <cuda_bf16.h>
 
@@ -68,26 +71,9 @@ __global__ void __launch_bounds__(kT) call(Args a) {
   }
   float best = -INFINITY;
   int64_t best_i = 0x7FFFFFFF;
-  constexpr int64_t step = kT * 8;
-  for (int64_t base = start + tid * 8; base < end; base += kUnroll * step) {
-    uint4 v[kUnroll];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u)
-      if (base + u * step < end)
-        v[u] = __ldcs(reinterpret_cast<const uint4*>(x + base + u * step));
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u)
-      if (base + u * step < end)
-#pragma unroll
-        for (int e = 0; e < 8; ++e) {
-          const uint32_t w = (&v[u].x)[e >> 1];
-          const float f = __uint_as_float((e & 1) ? (w & 0xFFFF0000u) : (w << 16));
-          if (f > best) {
-            best = f;
-            best_i = base + u * step + e;
-          }
-        }
-  }
+  bool nan = false; // the inputs hold no NaN; the shipped loop tracks it all the same
+  vector_first_max<__nv_bfloat16, kUnroll>(x, start + tid * 8, end, static_cast<int64_t>(kT) * 8,
+                                           best, best_i, nan);
   uint64_t key =
       best_i == 0x7FFFFFFF ? 0ull : pack_argmax(float_key(best), static_cast<uint32_t>(best_i));
   key = warp_max_packed(key);
@@ -284,8 +270,8 @@ template <int kT> void sweep(Args a, const __nv_bfloat16* x, const int* want_acc
     const bool ok = acc_counter == *want_accepted && acc_poll == *want_accepted;
     std::printf("1 x %-2d %4d thr %3d splits %4d blocks | empty %5.2f/%5.2f  read %5.2f/%5.2f  "
                 "counter %5.2f/%5.2f  poll %5.2f/%5.2f us (cold/warm)%s\n",
-                a.nodes, kT, a.splits, a.nodes * a.splits, c[0], w[0], c[1], w[1], c[2], w[2],
-                c[3], w[3], ok ? "" : "  WRONG ACCEPTED COUNT");
+                a.nodes, kT, a.splits, a.nodes * a.splits, c[0], w[0], c[1], w[1], c[2], w[2], c[3],
+                w[3], ok ? "" : "  WRONG ACCEPTED COUNT");
   }
 }
 
