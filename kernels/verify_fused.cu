@@ -11,6 +11,7 @@
 // 0.4 us of a 4 us call). The reducing block zeroes the slots and the counter again, so the
 // workspace is ready for the next call and for graph replays.
 #include "common.cuh"
+#include "phase_stamps.cuh"
 #include "vector_first_max.cuh"
 
 #include <cuda_bf16.h>
@@ -35,6 +36,7 @@ __global__ void __launch_bounds__(kThreads)
                         uint32_t* __restrict__ counters,   // [batch]
                         uint64_t* __restrict__ partials) { // [batch * nodes, splits]
   using E = Elem<T>;
+  SPECBENCH_PHASE_START();
   const int64_t row = blockIdx.x / splits;
   const int split = static_cast<int>(blockIdx.x - row * splits);
   const int b = static_cast<int>(row / nodes);
@@ -76,6 +78,7 @@ __global__ void __launch_bounds__(kThreads)
   }
   uint64_t key =
       best_idx == 0x7FFFFFFF ? 0ull : pack_argmax(float_key(best), static_cast<uint32_t>(best_idx));
+  SPECBENCH_PHASE(2, key); // thread 0's elements are in
   if (nan) {
     // Rare: torch.argmax returns the first NaN. This thread visited its elements in increasing
     // index order, so the first NaN it meets is its smallest; NaN has the largest key and the
@@ -100,6 +103,7 @@ __global__ void __launch_bounds__(kThreads)
   key = block_max_packed(warp_max_packed(key), red);
   if (tid == 0) // never zero: every chunk holds an element, and -inf's key is 0x007FFFFF
     store_slot(&partials[row * splits + split], key);
+  SPECBENCH_PHASE(3, key); // the block's partial is stored
   if (!is_last)
     return;
 
@@ -108,26 +112,30 @@ __global__ void __launch_bounds__(kThreads)
   const int warp = tid >> 5, lane = tid & 31;
   EarlyTree tree;
   tree.load(parents, tokens, off, nodes);
-  for (int r = warp; r < nodes; r += kThreads / 32) {
-    // Small batches use 19 to 66 splits: one L2 round trip for the row's slots.
-    const uint64_t m = warp_drain_slots_max(partials + (off + r) * splits, splits);
-    if (lane == 0) {
-      tgt[r] = packed_index(m);
-      if (target_out)
-        target_out[off + r] = packed_index(m);
-    }
-  }
+  // Small batches use 9 to 66 splits: one L2 round trip for every four rows of a warp.
+  warp_drain_rows_max(partials + off * splits, nodes, splits, warp, kThreads / 32,
+                      [&](int r, uint64_t m) {
+                        if (lane == 0) {
+                          tgt[r] = packed_index(m);
+                          if (target_out)
+                            target_out[off + r] = packed_index(m);
+                        }
+                      });
   tree.store(par, tok, parents, tokens, off, nodes);
   __syncthreads();
+  SPECBENCH_PHASE_LAST(2, b); // every slot of the request is drained
   if (tid < 32) {
     warp_walk_tree(parents ? par : nullptr, tok, tgt, first, nodes, accept_path, accepted, bonus,
                    b);
     if (tid == 0)
       counters[b] = 0; // every block of the request has taken its ticket
   }
+  SPECBENCH_PHASE_LAST(3, b); // the walk is written
 }
 
 } // namespace
+
+SPECBENCH_PHASE_ATTACH(phase_attach_fused)
 
 /// Splits per row for `rows` rows: enough blocks to fill the GPU a few times over, each chunk a
 /// multiple of the 2048-element granule. Returns splits and sets `chunk`.

@@ -10,6 +10,7 @@
 // outputs, and empties the slots and the counter for the next call. Nothing is read a second time
 // after the pass, so the finish costs one dependent L2 trip, as greedy verification's does.
 #include "common.cuh"
+#include "phase_stamps.cuh"
 
 #include "specbench/detail/philox.hpp"
 
@@ -105,7 +106,6 @@ __device__ __forceinline__ void load_segment(const float* p, const float* q, boo
 /// exponential of the segment's race coin. Every lane returns the same entry.
 __device__ __forceinline__ uint64_t segment_entry(const float (&w)[32], float u, float e,
                                                   int64_t base) {
-  const int lane = threadIdx.x & 31;
   // This lane's inclusive prefixes in draw order; the last one is the lane's mass.
   float pre[32];
   float acc = 0.0f;
@@ -114,13 +114,7 @@ __device__ __forceinline__ uint64_t segment_entry(const float (&w)[32], float u,
     acc += w[k];
     pre[k] = acc;
   }
-  float incl = acc;
-#pragma unroll
-  for (int o = 1; o < 32; o <<= 1) {
-    const float t = __shfl_up_sync(0xFFFFFFFFu, incl, o);
-    if (lane >= o)
-      incl += t;
-  }
+  const float incl = warp_inclusive_scan(acc);
   const float mass = __shfl_sync(0xFFFFFFFFu, incl, 31);
   if (!(mass > 0.0f))
     return race_entry(0.0f, -1);
@@ -174,6 +168,7 @@ __device__ __forceinline__ uint64_t race_segments(const float* p, const float* q
 
 template <int kMode, bool kVec>
 __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingArgs a) {
+  SPECBENCH_PHASE_START();
   const int64_t grow = blockIdx.x / a.splits;
   const int split = static_cast<int>(blockIdx.x - grow * a.splits);
   const int b = static_cast<int>(grow / a.rows);
@@ -201,6 +196,7 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingArgs a) {
   const int64_t seg_end = min(a.segs, seg_begin + a.segs_per_split);
   const uint64_t mine = race_segments<kVec>(p, q, residual, a.vocab, seg_begin + warp, seg_end,
                                             warps, seed, offset, static_cast<uint32_t>(grow));
+  SPECBENCH_PHASE(2, mine); // warp 0's segments are raced
   __shared__ uint64_t red[kWarps];
   __shared__ bool is_last;
   const uint64_t best = block_max_packed(mine, red);
@@ -208,6 +204,7 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingArgs a) {
     store_slot(&a.slots[grow * a.splits + split], best); // non-zero: the split has a segment
     is_last = ticket == static_cast<uint32_t>(n * a.splits) - 1;
   }
+  SPECBENCH_PHASE(3, best); // the block's entry is stored
   __syncthreads();
   if (!is_last)
     return;
@@ -253,15 +250,15 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingArgs a) {
       }
     }
   } else if (warp >= poll0) {
-    for (int r = warp - poll0; r < n; r += warps - poll0) {
-      const uint64_t m = warp_drain_slots_max(a.slots + (row0 + r) * a.splits, a.splits);
-      if (lane == 0) {
-        const int t = entry_token(m);
-        tgt[r] = t;
-        if (kMode == kTree && a.target_out)
-          a.target_out[row0 + r] = t;
-      }
-    }
+    warp_drain_rows_max(a.slots + row0 * a.splits, n, a.splits, warp - poll0, warps - poll0,
+                        [&](int r, uint64_t m) {
+                          if (lane == 0) {
+                            const int t = entry_token(m);
+                            tgt[r] = t;
+                            if (kMode == kTree && a.target_out)
+                              a.target_out[row0 + r] = t;
+                          }
+                        });
   } else {
     // Draft j stands when u_j * q_j(d_j) < p_j(d_j); the token is drawn at the first that does
     // not (at k when every draft stands).
@@ -290,6 +287,7 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingArgs a) {
   if (kMode == kTree)
     tree.store(par, tok, a.parents, a.tokens, row0, n);
   __syncthreads();
+  SPECBENCH_PHASE_LAST(2, b); // every slot of the request is drained
 
   if (kMode == kTree) {
     if (warp == 0)
@@ -319,7 +317,8 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingArgs a) {
     }
   }
   if (tid == 0)
-    a.counters[b] = 0; // every block of the request has taken its ticket
+    a.counters[b] = 0;        // every block of the request has taken its ticket
+  SPECBENCH_PHASE_LAST(3, b); // the outputs are written
 }
 
 Status launch_sampling(int mode, SamplingArgs a, int batch, std::size_t smem, Stream stream,
@@ -377,6 +376,9 @@ SamplingArgs base_args(int rows, int64_t vocab, PhiloxArgs rng, void* workspace,
 }
 
 } // namespace
+
+SPECBENCH_PHASE_ATTACH(phase_attach_sampling)
+
 } // namespace detail
 
 Status verify_tree_sampling(const float* target_probs, const int32_t* parents,

@@ -1,0 +1,73 @@
+#pragma once
+// Phase timestamps for probes. Only the probe's own build of the kernels defines
+// SPECBENCH_PHASE_STAMPS (the library never does, and then every macro below is empty): thread 0
+// of each block records %globaltimer at named points, so that a probe can see where a
+// microsecond-sized call spends its time (block dispatch, load latency, hand-off, walk), which
+// switching parts off cannot show. Layout of the buffer a probe attaches, 8 words per record:
+//   record b < gridDim.x (block b): [0] start, [1] SM id, [2..7] stamps 2..7;
+//   record gridDim.x (the reducing block of request 0): [0] its block index, [1] all ones,
+//   [2..7] stamps.
+// The start time stays in a register until the block's first stamp, so the stamp stores never
+// delay a block's first loads (the buffer's address is a constant-cache load that can miss).
+#include <cstdint>
+
+#ifdef SPECBENCH_PHASE_STAMPS
+#include <cuda_runtime.h>
+
+namespace specbench::kernels::detail {
+namespace {
+__constant__ uint64_t* c_phase_buf; // one per translation unit; nullptr: stamps off
+
+__device__ __forceinline__ uint64_t phase_now() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+// `dep`: a value the stamp must wait for. The branch on it keeps the timer read after it is known
+// (an asm input alone would not stop ptxas from reading the timer earlier).
+__device__ __forceinline__ void phase_put(uint64_t t0, int i, uint64_t dep) {
+  if (dep == 0x5EC0DE5EC0DE5EC0ull)
+    __trap();
+  const uint64_t now = phase_now();
+  if (threadIdx.x != 0 || c_phase_buf == nullptr)
+    return;
+  uint32_t sm;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+  uint64_t* r = c_phase_buf + 8ull * blockIdx.x;
+  r[0] = t0;
+  r[1] = sm;
+  r[i] = now;
+}
+// A value instead of a time (which path a block took, a count), in slot i of the block's record.
+__device__ __forceinline__ void phase_note(int i, uint64_t value) {
+  if (threadIdx.x == 0 && c_phase_buf != nullptr)
+    c_phase_buf[8ull * blockIdx.x + i] = value;
+}
+__device__ __forceinline__ void phase_put_last(int i, int request) {
+  const uint64_t now = phase_now();
+  if (threadIdx.x != 0 || c_phase_buf == nullptr || request != 0)
+    return;
+  uint64_t* r = c_phase_buf + 8ull * gridDim.x;
+  r[0] = blockIdx.x;
+  r[1] = ~0ull; // marks this record
+  r[i] = now;
+}
+} // namespace
+} // namespace specbench::kernels::detail
+
+#define SPECBENCH_PHASE_START() const uint64_t phase_t0_ = ::specbench::kernels::detail::phase_now()
+#define SPECBENCH_PHASE(i, dep) ::specbench::kernels::detail::phase_put(phase_t0_, i, dep)
+#define SPECBENCH_PHASE_LAST(i, request) ::specbench::kernels::detail::phase_put_last(i, request)
+#define SPECBENCH_PHASE_NOTE(i, value) ::specbench::kernels::detail::phase_note(i, value)
+// Defines `void name(uint64_t* buf)` (host) that attaches a buffer to this file's kernels.
+#define SPECBENCH_PHASE_ATTACH(name)                                                               \
+  void name(uint64_t* buf) {                                                                       \
+    cudaMemcpyToSymbol(c_phase_buf, &buf, sizeof buf);                                             \
+  }
+#else
+#define SPECBENCH_PHASE_START() ((void)0)
+#define SPECBENCH_PHASE(i, dep) ((void)0)
+#define SPECBENCH_PHASE_LAST(i, request) ((void)0)
+#define SPECBENCH_PHASE_NOTE(i, value) ((void)0)
+#define SPECBENCH_PHASE_ATTACH(name)
+#endif
