@@ -175,49 +175,6 @@ struct EarlyTree {
   }
 };
 
-/// The max of each row's `count` slots (row r at slots + r * count) for rows first, first + step,
-/// ... < rows, by one warp, with the same waiting and emptying as warp_drain_slots_max. The loads
-/// of four rows are in flight together, so a warp with several rows waits for one L2 round trip
-/// per four rows instead of one per row. Calls emit(r, max) in every lane, in row order.
-template <class Emit>
-__device__ __forceinline__ void warp_drain_rows_max(uint64_t* slots, int rows, int count, int first,
-                                                    int step, Emit emit) {
-  if (count > 64) {
-    for (int r = first; r < rows; r += step)
-      emit(r, warp_drain_slots_max(slots + static_cast<int64_t>(r) * count, count));
-    return;
-  }
-  const int lane = threadIdx.x & 31;
-  for (int r0 = first; r0 < rows; r0 += 4 * step) {
-    uint64_t v[4][2];
-#pragma unroll
-    for (int u = 0; u < 4; ++u)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int r = r0 + u * step, j = lane + 32 * h;
-        v[u][h] = r < rows && j < count ? load_slot(slots + static_cast<int64_t>(r) * count + j)
-                                        : 1ull; // 1: below any written slot
-      }
-#pragma unroll
-    for (int u = 0; u < 4; ++u) {
-      const int r = r0 + u * step;
-      if (r >= rows) // the same in every lane
-        break;
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int j = lane + 32 * h;
-        if (j < count) {
-          uint64_t* slot = slots + static_cast<int64_t>(r) * count + j;
-          while (v[u][h] == 0) // a block not done yet
-            v[u][h] = load_slot(slot);
-          store_slot(slot, 0);
-        }
-      }
-      emit(r, warp_max_packed(max(v[u][0], v[u][1])));
-    }
-  }
-}
-
 /// Greedy walk of one request over a parent-array tree, run by a whole block. `parents_s`,
 /// `tokens_s` and `target_s` are [n] in shared memory (parents_s == nullptr: a chain);
 /// `first_s` is [n] int scratch. Writes the path, accepted count and bonus for request `b`.

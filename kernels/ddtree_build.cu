@@ -88,7 +88,7 @@ struct ParScratch {
   int32_t place[kParCap];        // place under the reference order
   uint32_t hist[2][256];         // radix histograms of the one-deviation keys (top byte, next byte)
   float upre[kParMaxBudget + 1]; // upre[d]: sum of the rank-0 log-probs of depths 1..d (approx.)
-  float stage[32][kParMaxBudget]; // each lane's chain of scores before it is placed
+  float stage[32][kParMaxBudget + 1]; // each lane's chain of scores (padded: no bank conflicts)
   uint32_t tau;
   int n, fail, bin;
   uint32_t above;
@@ -143,6 +143,18 @@ struct BuildArgs {
 
 __device__ __forceinline__ void write_masks(uint32_t* rows, const int32_t* t_parent, int n, int W,
                                             int count, const DdtreeOutputs& o, int64_t ob);
+
+// Counts key k (0: none) into bin (k >> shift) & 255 of `h` when (k & mask) == want, one shared
+// atomic per distinct bin per warp: the keys of one tree crowd into a few bins, and same-address
+// atomics from one warp run one after the other. Every lane of the warp calls it.
+__device__ __forceinline__ void add_to_bin(uint32_t* h, uint32_t k, int shift, uint32_t mask,
+                                           uint32_t want) {
+  const bool counts = k != 0 && (k & mask) == want;
+  const uint32_t bin = counts ? (k >> shift) & 255u : 0xFFFFFFFFu;
+  const unsigned peers = __match_any_sync(0xFFFFFFFFu, bin);
+  if (counts && (threadIdx.x & 31) == __ffs(peers) - 1)
+    atomicAdd(&h[bin], static_cast<uint32_t>(__popc(peers)));
+}
 
 // Warp 0: scanning the 256 bins of `h` from the top, the bin where the running count reaches
 // `want`, and the count in the bins above it (bin -1: the total is short).
@@ -213,10 +225,12 @@ __device__ __forceinline__ int walk_chain(const float* row, int ranks, float sc,
 
 // The parallel selection (top of this file) by the whole block. On success the nodes' meta,
 // scores and parents are in place and every thread returns true; on false the search runs.
-__device__ bool parallel_select(ParScratch& S, const float* lpc, int kc, int dc, int budget,
-                                int32_t* t_parent, uint32_t* t_meta, float* t_score) {
+__device__ __forceinline__ bool parallel_select(ParScratch& S, const float* lpc, int kc, int dc,
+                                                int budget, int32_t* t_parent, uint32_t* t_meta,
+                                                float* t_score) {
   const int tid = threadIdx.x, lane = tid & 31;
   const int ranks = kc - 1; // the last cached column is -inf padding
+  [[maybe_unused]] const uint64_t t_begin = SPECBENCH_PHASE_NOW();
   auto lp = [&](int d, int r) { return lpc[(d - 1) * kc + r]; };
   for (int i = tid; i < 512; i += kThreads)
     S.hist[i >> 8][i & 255] = 0;
@@ -242,9 +256,8 @@ __device__ bool parallel_select(ParScratch& S, const float* lpc, int kc, int dc,
     const float sc = S.upre[d - 1] + lp(d, r);
     return sc > -INFINITY ? score_key(sc) : 0u;
   };
-  for (int i = tid; i < pairs; i += kThreads)
-    if (const uint32_t k = od_key(i))
-      atomicAdd(&S.hist[0][k >> 24], 1u);
+  for (int i0 = 0; i0 < pairs; i0 += kThreads) // every lane of a warp iterates alike
+    add_to_bin(S.hist[0], i0 + tid < pairs ? od_key(i0 + tid) : 0u, 24, 0u, 0u);
   __syncthreads();
   if (tid < 32)
     top_bin(S.hist[0], static_cast<uint32_t>(budget), &S.bin, &S.above);
@@ -252,11 +265,9 @@ __device__ bool parallel_select(ParScratch& S, const float* lpc, int kc, int dc,
   const int b1 = S.bin;
   if (b1 < 0)
     return false; // fewer than `budget` finite one-deviation nodes
-  for (int i = tid; i < pairs; i += kThreads) {
-    const uint32_t k = od_key(i);
-    if (k != 0 && static_cast<int>(k >> 24) == b1)
-      atomicAdd(&S.hist[1][(k >> 16) & 255], 1u);
-  }
+  for (int i0 = 0; i0 < pairs; i0 += kThreads)
+    add_to_bin(S.hist[1], i0 + tid < pairs ? od_key(i0 + tid) : 0u, 16, 0xFF000000u,
+               static_cast<uint32_t>(b1) << 24);
   __syncthreads();
   if (tid < 32) {
     const uint32_t want = static_cast<uint32_t>(budget) - S.above;
@@ -269,6 +280,7 @@ __device__ bool parallel_select(ParScratch& S, const float* lpc, int kc, int dc,
   }
   __syncthreads();
   const uint32_t tau = (static_cast<uint32_t>(b1) << 24) | (static_cast<uint32_t>(S.bin) << 16);
+  [[maybe_unused]] const uint64_t t_tau = SPECBENCH_PHASE_NOW();
 
   // Step 2. Every node with key >= tau, depth by depth, by warp 0. Parents are visited in order
   // and each parent's children in rank order, so enumeration order is rank-path order within a
@@ -319,6 +331,7 @@ __device__ bool parallel_select(ParScratch& S, const float* lpc, int kc, int dc,
   const int n = S.n;
   if (S.fail != 0 || n < budget)
     return false;
+  [[maybe_unused]] const uint64_t t_enum = SPECBENCH_PHASE_NOW();
 
   // Step 3. Places under (key descending, enumeration index ascending).
   for (int i = tid; i < n; i += kThreads) {
@@ -340,6 +353,9 @@ __device__ bool parallel_select(ParScratch& S, const float* lpc, int kc, int dc,
     S.place[i] = above;
   }
   __syncthreads();
+  // Probes: the steps' ends in 32 ns units after the start, and n (slot 6 is the masks' stamp).
+  SPECBENCH_PHASE_NOTE(7, 1ull | ((t_tau - t_begin) >> 5) << 8 | ((t_enum - t_begin) >> 5) << 24 |
+                              ((SPECBENCH_PHASE_NOW() - t_begin) >> 5) << 40);
 
   // Step 4. The chosen nodes, with the generator check.
   for (int i = tid; i < n; i += kThreads) {
@@ -418,7 +434,8 @@ __global__ void __launch_bounds__(kThreads) ddtree_kernel(BuildArgs a) {
                                  a.lay.dc, budget, t_parent, t_meta, t_score);
     if (parallel && tid == 0)
       s_count = budget + 1;
-    SPECBENCH_PHASE_NOTE(7, parallel ? 1 : 2); // 2: the parallel selection fell back
+    if (!parallel)
+      SPECBENCH_PHASE_NOTE(7, 2); // the parallel selection fell back
   }
 
   if (!parallel && tid < 32) {

@@ -59,6 +59,7 @@ __device__ __forceinline__ void phase_put_last(int i, int request) {
 #define SPECBENCH_PHASE(i, dep) ::specbench::kernels::detail::phase_put(phase_t0_, i, dep)
 #define SPECBENCH_PHASE_LAST(i, request) ::specbench::kernels::detail::phase_put_last(i, request)
 #define SPECBENCH_PHASE_NOTE(i, value) ::specbench::kernels::detail::phase_note(i, value)
+#define SPECBENCH_PHASE_NOW() ::specbench::kernels::detail::phase_now()
 // Defines `void name(uint64_t* buf)` (host) that attaches a buffer to this file's kernels.
 #define SPECBENCH_PHASE_ATTACH(name)                                                               \
   void name(uint64_t* buf) {                                                                       \
@@ -69,5 +70,6 @@ __device__ __forceinline__ void phase_put_last(int i, int request) {
 #define SPECBENCH_PHASE(i, dep) ((void)0)
 #define SPECBENCH_PHASE_LAST(i, request) ((void)0)
 #define SPECBENCH_PHASE_NOTE(i, value) ((void)0)
+#define SPECBENCH_PHASE_NOW() 0ull
 #define SPECBENCH_PHASE_ATTACH(name)
 #endif

@@ -112,15 +112,15 @@ __global__ void __launch_bounds__(kThreads)
   const int warp = tid >> 5, lane = tid & 31;
   EarlyTree tree;
   tree.load(parents, tokens, off, nodes);
-  // Small batches use 9 to 66 splits: one L2 round trip for every four rows of a warp.
-  warp_drain_rows_max(partials + off * splits, nodes, splits, warp, kThreads / 32,
-                      [&](int r, uint64_t m) {
-                        if (lane == 0) {
-                          tgt[r] = packed_index(m);
-                          if (target_out)
-                            target_out[off + r] = packed_index(m);
-                        }
-                      });
+  for (int r = warp; r < nodes; r += kThreads / 32) {
+    // Small batches use 19 to 66 splits: one L2 round trip for the row's slots.
+    const uint64_t m = warp_drain_slots_max(partials + (off + r) * splits, splits);
+    if (lane == 0) {
+      tgt[r] = packed_index(m);
+      if (target_out)
+        target_out[off + r] = packed_index(m);
+    }
+  }
   tree.store(par, tok, parents, tokens, off, nodes);
   __syncthreads();
   SPECBENCH_PHASE_LAST(2, b); // every slot of the request is drained

@@ -250,15 +250,15 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingArgs a) {
       }
     }
   } else if (warp >= poll0) {
-    warp_drain_rows_max(a.slots + row0 * a.splits, n, a.splits, warp - poll0, warps - poll0,
-                        [&](int r, uint64_t m) {
-                          if (lane == 0) {
-                            const int t = entry_token(m);
-                            tgt[r] = t;
-                            if (kMode == kTree && a.target_out)
-                              a.target_out[row0 + r] = t;
-                          }
-                        });
+    for (int r = warp - poll0; r < n; r += warps - poll0) {
+      const uint64_t m = warp_drain_slots_max(a.slots + (row0 + r) * a.splits, a.splits);
+      if (lane == 0) {
+        const int t = entry_token(m);
+        tgt[r] = t;
+        if (kMode == kTree && a.target_out)
+          a.target_out[row0 + r] = t;
+      }
+    }
   } else {
     // Draft j stands when u_j * q_j(d_j) < p_j(d_j); the token is drawn at the first that does
     // not (at k when every draft stands).

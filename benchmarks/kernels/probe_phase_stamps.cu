@@ -196,10 +196,16 @@ void run_case(const Case& c, uint64_t* stamps, std::size_t max_records, int R) {
       int fell = 0;
       std::vector<double> chosen;
       for (int b = 0; b < blocks; ++b) {
-        fell += h[8 * b + 7] == 2;
+        fell += (h[8 * b + 7] & 0xFF) == 2;
         chosen.push_back((h[8 * b + 3] - h[8 * b]) / 1e3);
       }
       m["ddtree: blocks that fell back"].push_back(fell);
+      const uint64_t note = h[7]; // block 0's selection steps (32 ns units from its start)
+      if ((note & 0xFF) == 1) {
+        m["ddtree block 0 selection: tau"].push_back(((note >> 8) & 0xFFFF) * 0.032);
+        m["ddtree block 0 selection: enumerated"].push_back(((note >> 24) & 0xFFFF) * 0.032);
+        m["ddtree block 0 selection: placed"].push_back(((note >> 40) & 0xFFFF) * 0.032);
+      }
       m["ddtree: nodes chosen, max over blocks"].push_back(quantile(chosen, 1.0));
       m["ddtree: nodes chosen, p50 over blocks"].push_back(quantile(chosen, 0.5));
     }
