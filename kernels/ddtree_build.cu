@@ -21,22 +21,6 @@
 //
 // Scores use the reference's float operations in its order, so the tree, its node numbering and
 // its scores are bit-identical to build_ddtree_reference.
-//
-// Budgets up to 64 first try a parallel selection that needs no sequential pops (the B = 1,
-// budget 64 case is latency-bound: 64 pops of about 0.15 us each). Because a child never beats
-// its parent and a sibling never beats its left neighbour, the tree is the `budget` best nodes
-// under the reference order. So: (1) a threshold tau from the one-deviation nodes (rank-0 path,
-// then any rank at one depth): at least `budget` of them score >= tau, so the best `budget` nodes
-// all do; (2) every node with key >= tau, enumerated depth by depth in rank-path order (one warp;
-// a node's children are a prefix of its ranks); (3) each candidate's place under (key
-// descending, enumeration index ascending), which is the reference order because enumeration
-// index order is depth-then-rank-path order; (4) a check that each chosen node's generator (its
-// parent, or its left sibling) comes before it. (1) to (4) prove that the reference's best-first
-// search pops exactly these nodes in this order (each pop's generator was popped before it, and a
-// candidate the chosen nodes generate but that is not chosen is either enumerated and ranked
-// later or below tau). When a check fails (float rounding that lets a sibling beat its left
-// neighbour by one ulp, log-probabilities above 0), or tau enumerates more than kParCap nodes,
-// or fewer than `budget` one-deviation nodes are finite, the block falls back to the search.
 #include "common.cuh"
 #include "phase_stamps.cuh"
 
@@ -75,29 +59,10 @@ __device__ __forceinline__ int meta_rank(uint32_t m) {
   return static_cast<int>(m & 0x3FFu);
 }
 
-// Candidates the parallel selection may enumerate, and its largest budget (one warp list).
-constexpr int kParCap = 1024;
-constexpr int kParMaxBudget = 64;
-
-// Shared memory of the parallel selection.
-struct ParScratch {
-  alignas(16) uint32_t key[kParCap]; // candidates in enumeration order (16-byte loads)
-  float score[kParCap];
-  int32_t par[kParCap];          // candidate index of the parent; -1: the root
-  uint32_t dr[kParCap];          // depth << 16 | rank
-  int32_t place[kParCap];        // place under the reference order
-  uint32_t hist[2][256];         // radix histograms of the one-deviation keys (top byte, next byte)
-  float upre[kParMaxBudget + 1]; // upre[d]: sum of the rank-0 log-probs of depths 1..d (approx.)
-  float stage[32][kParMaxBudget + 1]; // each lane's chain of scores (padded: no bank conflicts)
-  uint32_t tau;
-  int n, fail, bin;
-  uint32_t above;
-};
-
 struct Layout {
   int n, words, kc, dc; // nodes, mask words per row, cached row length (ranks + 1 padding), depths
-  bool cache_tables, rows_in_smem, parallel;
-  std::size_t off_logp, off_ids, off_rows, off_par, total;
+  bool cache_tables, rows_in_smem;
+  std::size_t off_logp, off_ids, off_rows, total;
 };
 
 Layout make_layout(int budget, int depth, int k, bool want_mask, int smem_limit) {
@@ -121,12 +86,6 @@ Layout make_layout(int budget, int depth, int k, bool want_mask, int smem_limit)
   l.rows_in_smem = want_mask && off + rows <= static_cast<std::size_t>(smem_limit);
   if (l.rows_in_smem)
     off += rows;
-  off = align_up(off, 16);
-  l.off_par = off;
-  l.parallel = l.cache_tables && budget >= 1 && budget <= kParMaxBudget && depth >= 1 && k >= 1 &&
-               off + sizeof(ParScratch) <= static_cast<std::size_t>(smem_limit);
-  if (l.parallel)
-    off += sizeof(ParScratch);
   l.total = off;
   return l;
 }
@@ -143,243 +102,6 @@ struct BuildArgs {
 
 __device__ __forceinline__ void write_masks(uint32_t* rows, const int32_t* t_parent, int n, int W,
                                             int count, const DdtreeOutputs& o, int64_t ob);
-
-// Counts key k (0: none) into bin (k >> shift) & 255 of `h` when (k & mask) == want, one shared
-// atomic per distinct bin per warp: the keys of one tree crowd into a few bins, and same-address
-// atomics from one warp run one after the other. Every lane of the warp calls it.
-__device__ __forceinline__ void add_to_bin(uint32_t* h, uint32_t k, int shift, uint32_t mask,
-                                           uint32_t want) {
-  const bool counts = k != 0 && (k & mask) == want;
-  const uint32_t bin = counts ? (k >> shift) & 255u : 0xFFFFFFFFu;
-  const unsigned peers = __match_any_sync(0xFFFFFFFFu, bin);
-  if (counts && (threadIdx.x & 31) == __ffs(peers) - 1)
-    atomicAdd(&h[bin], static_cast<uint32_t>(__popc(peers)));
-}
-
-// Warp 0: scanning the 256 bins of `h` from the top, the bin where the running count reaches
-// `want`, and the count in the bins above it (bin -1: the total is short).
-__device__ __forceinline__ void top_bin(const uint32_t* h, uint32_t want, int* bin,
-                                        uint32_t* above) {
-  const int lane = threadIdx.x & 31;
-  uint32_t c[8], tot = 0; // lane l holds bins 255 - 8l - j, j = 0..7
-#pragma unroll
-  for (int j = 0; j < 8; ++j) {
-    c[j] = h[255 - 8 * lane - j];
-    tot += c[j];
-  }
-  const uint32_t inc = warp_inclusive_scan(tot);
-  const unsigned m = __ballot_sync(0xFFFFFFFFu, inc >= want);
-  if (m == 0) {
-    if (lane == 0)
-      *bin = -1;
-    return;
-  }
-  if (lane == __ffs(m) - 1) {
-    uint32_t run = inc - tot;
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      if (run + c[j] >= want) {
-        *bin = 255 - 8 * lane - j;
-        *above = run;
-        break;
-      }
-      run += c[j];
-    }
-  }
-}
-
-// One parent's children at one depth: scores s_0, s_1, ... by the reference's operations
-// (s_r = (s_{r-1} - row[r-1]) + row[r]) into `stage` while their keys stay >= tau; returns how
-// many. The chain is sequential; four steps are computed ahead of their tests (a branch per step
-// would stall each one), with the next four log-probs loaded before.
-__device__ __forceinline__ int walk_chain(const float* row, int ranks, float sc, uint32_t tau,
-                                          float* stage) {
-  int c = 0;
-  float lprev = row[0];
-  for (int r = 0; r < ranks; r += 4) {
-    float l[4], s4[4];
-#pragma unroll
-    for (int j = 0; j < 4; ++j)
-      l[j] = r + 1 + j < ranks ? row[r + 1 + j] : -INFINITY;
-    s4[0] = sc;
-#pragma unroll
-    for (int j = 0; j < 3; ++j)
-      s4[j + 1] = __fadd_rn(__fsub_rn(s4[j], j == 0 ? lprev : l[j - 1]), l[j]);
-    sc = __fadd_rn(__fsub_rn(s4[3], l[2]), l[3]);
-    lprev = l[3];
-    bool in[4]; // the children are the leading run of these
-#pragma unroll
-    for (int j = 0; j < 4; ++j)
-      in[j] = r + j < ranks && s4[j] > -INFINITY && score_key(s4[j]) >= tau;
-    const int lead = !in[0] ? 0 : !in[1] ? 1 : !in[2] ? 2 : !in[3] ? 3 : 4;
-#pragma unroll
-    for (int j = 0; j < 4; ++j)
-      if (j < lead)
-        stage[c + j] = s4[j];
-    c += lead;
-    if (lead < 4)
-      return c;
-  }
-  return c;
-}
-
-// The parallel selection (top of this file) by the whole block. On success the nodes' meta,
-// scores and parents are in place and every thread returns true; on false the search runs.
-__device__ __forceinline__ bool parallel_select(ParScratch& S, const float* lpc, int kc, int dc,
-                                                int budget, int32_t* t_parent, uint32_t* t_meta,
-                                                float* t_score) {
-  const int tid = threadIdx.x, lane = tid & 31;
-  const int ranks = kc - 1; // the last cached column is -inf padding
-  [[maybe_unused]] const uint64_t t_begin = SPECBENCH_PHASE_NOW();
-  auto lp = [&](int d, int r) { return lpc[(d - 1) * kc + r]; };
-  for (int i = tid; i < 512; i += kThreads)
-    S.hist[i >> 8][i & 255] = 0;
-  if (tid < 32) { // rank-0 path sums by a warp scan (an estimate is enough, see below)
-    float carry = 0.0f;
-    if (lane == 0)
-      S.upre[0] = 0.0f;
-    for (int c0 = 0; c0 < dc; c0 += 32) {
-      const int d = c0 + lane + 1;
-      const float v = warp_inclusive_scan(d <= dc ? lp(d, 0) : 0.0f) + carry;
-      if (d <= dc)
-        S.upre[d] = v;
-      carry = __shfl_sync(0xFFFFFFFFu, v, 31);
-    }
-  }
-  __syncthreads();
-  // Step 1. One-deviation scores, summed directly: tau only has to leave at least `budget` nodes
-  // at or above it, which the enumeration checks (it counts them exactly), so no exact float
-  // chain is needed here. tau is the 16-bit key prefix holding the budget-th largest key.
-  const int pairs = dc * ranks;
-  auto od_key = [&](int i) -> uint32_t { // 0: not finite
-    const int d = i / ranks + 1, r = i - (d - 1) * ranks;
-    const float sc = S.upre[d - 1] + lp(d, r);
-    return sc > -INFINITY ? score_key(sc) : 0u;
-  };
-  for (int i0 = 0; i0 < pairs; i0 += kThreads) // every lane of a warp iterates alike
-    add_to_bin(S.hist[0], i0 + tid < pairs ? od_key(i0 + tid) : 0u, 24, 0u, 0u);
-  __syncthreads();
-  if (tid < 32)
-    top_bin(S.hist[0], static_cast<uint32_t>(budget), &S.bin, &S.above);
-  __syncthreads();
-  const int b1 = S.bin;
-  if (b1 < 0)
-    return false; // fewer than `budget` finite one-deviation nodes
-  for (int i0 = 0; i0 < pairs; i0 += kThreads)
-    add_to_bin(S.hist[1], i0 + tid < pairs ? od_key(i0 + tid) : 0u, 16, 0xFF000000u,
-               static_cast<uint32_t>(b1) << 24);
-  __syncthreads();
-  if (tid < 32) {
-    const uint32_t want = static_cast<uint32_t>(budget) - S.above;
-    uint32_t unused;
-    top_bin(S.hist[1], want, &S.bin, &unused);
-    if (lane == 0) {
-      S.n = 0;
-      S.fail = 0;
-    }
-  }
-  __syncthreads();
-  const uint32_t tau = (static_cast<uint32_t>(b1) << 24) | (static_cast<uint32_t>(S.bin) << 16);
-  [[maybe_unused]] const uint64_t t_tau = SPECBENCH_PHASE_NOW();
-
-  // Step 2. Every node with key >= tau, depth by depth, by warp 0. Parents are visited in order
-  // and each parent's children in rank order, so enumeration order is rank-path order within a
-  // depth. A parent's children are a prefix of its ranks: the chain stops at the first key below
-  // tau. Scores use the reference's operations exactly (the tree's scores are these).
-  if (tid < 32) {
-    int n = 0, lo = 0, hi = 0;
-    bool fail = false;
-    for (int d = 1; d <= dc && !fail; ++d) {
-      const int np = d == 1 ? 1 : hi - lo, start = n;
-      for (int c0 = 0; c0 < np; c0 += 32) {
-        const bool has = c0 + lane < np;
-        const int pi = d == 1 ? -1 : lo + c0 + lane;
-        int cnt = 0; // this parent's children, scored into this lane's stage
-        if (has)
-          cnt =
-              walk_chain(lpc + (d - 1) * kc, ranks,
-                         d == 1 ? lp(1, 0) : __fadd_rn(S.score[pi], lp(d, 0)), tau, S.stage[lane]);
-        const int inc = warp_inclusive_scan(cnt);
-        const int total = __shfl_sync(0xFFFFFFFFu, inc, 31);
-        if (n + total > kParCap) {
-          fail = true;
-          break;
-        }
-        const int at = n + inc - cnt;
-#pragma unroll 4
-        for (int r = 0; r < cnt; ++r) {
-          const float sc = S.stage[lane][r];
-          S.key[at + r] = score_key(sc);
-          S.score[at + r] = sc;
-          S.par[at + r] = pi;
-          S.dr[at + r] = (static_cast<uint32_t>(d) << 16) | static_cast<uint32_t>(r);
-        }
-        n += total;
-      }
-      __syncwarp();
-      lo = start;
-      hi = n;
-      if (lo == hi)
-        break;
-    }
-    if (lane == 0) {
-      S.n = n;
-      S.fail = fail ? 1 : 0;
-    }
-  }
-  __syncthreads();
-  const int n = S.n;
-  if (S.fail != 0 || n < budget)
-    return false;
-  [[maybe_unused]] const uint64_t t_enum = SPECBENCH_PHASE_NOW();
-
-  // Step 3. Places under (key descending, enumeration index ascending).
-  for (int i = tid; i < n; i += kThreads) {
-    const uint32_t ki = S.key[i];
-    int above = 0, same = 0; // keys above ki; keys equal to it (itself included)
-    const int n4 = n & ~3;
-    for (int j = 0; j < n4; j += 4) {
-      const uint4 k4 = *reinterpret_cast<const uint4*>(&S.key[j]);
-      above += (k4.x > ki) + (k4.y > ki) + (k4.z > ki) + (k4.w > ki);
-      same += (k4.x == ki) + (k4.y == ki) + (k4.z == ki) + (k4.w == ki);
-    }
-    for (int j = n4; j < n; ++j) {
-      above += S.key[j] > ki;
-      same += S.key[j] == ki;
-    }
-    if (same > 1) // rare: equal keys; the earlier enumerated comes first
-      for (int j = 0; j < i; ++j)
-        above += S.key[j] == ki;
-    S.place[i] = above;
-  }
-  __syncthreads();
-  // Probes: the steps' ends in 32 ns units after the start, and n (slot 6 is the masks' stamp).
-  SPECBENCH_PHASE_NOTE(7, 1ull | ((t_tau - t_begin) >> 5) << 8 | ((t_enum - t_begin) >> 5) << 24 |
-                              ((SPECBENCH_PHASE_NOW() - t_begin) >> 5) << 40);
-
-  // Step 4. The chosen nodes, with the generator check.
-  for (int i = tid; i < n; i += kThreads) {
-    const int place = S.place[i];
-    if (place >= budget)
-      continue;
-    const uint32_t dr = S.dr[i];
-    const int d = static_cast<int>(dr >> 16), r = static_cast<int>(dr & 0xFFFFu);
-    const int pi = S.par[i];
-    const int gi = r > 0 ? i - 1 : pi; // the left sibling is enumerated just before
-    if (gi >= 0 && S.place[gi] >= place)
-      S.fail = 1;
-    const int node = place + 1, pnode = pi < 0 ? 0 : S.place[pi] + 1;
-    t_meta[node] = pack_meta(r > 0 ? S.place[gi] + 1 : pnode, d, r);
-    t_score[node] = S.score[i];
-    t_parent[node] = pnode;
-  }
-  if (tid == 0) {
-    t_meta[0] = 0;
-    t_score[0] = 0.0f;
-  }
-  __syncthreads();
-  return S.fail == 0;
-}
 
 template <int RPL, bool CACHED>
 __global__ void __launch_bounds__(kThreads) ddtree_kernel(BuildArgs a) {
@@ -427,18 +149,8 @@ __global__ void __launch_bounds__(kThreads) ddtree_kernel(BuildArgs a) {
   __shared__ int s_count;
   __syncthreads();
   SPECBENCH_PHASE(2, 0); // tables cached
-  bool parallel = false;
-  if constexpr (RPL == 1 && CACHED) {
-    if (a.lay.parallel)
-      parallel = parallel_select(*reinterpret_cast<ParScratch*>(smem + a.lay.off_par), lpc, kc,
-                                 a.lay.dc, budget, t_parent, t_meta, t_score);
-    if (parallel && tid == 0)
-      s_count = budget + 1;
-    if (!parallel)
-      SPECBENCH_PHASE_NOTE(7, 2); // the parallel selection fell back
-  }
 
-  if (!parallel && tid < 32) {
+  if (tid < 32) {
     const int lane = tid;
     // log-prob of rank r at depth d (1-based); callers pass readable entries.
     auto lp = [&](int d, int r) -> float {
@@ -633,12 +345,10 @@ __global__ void __launch_bounds__(kThreads) ddtree_kernel(BuildArgs a) {
   if (tid == 0)
     t_parent[0] = -1;
   __syncthreads();
-  // Parents: every node hands itself to its children by walking their sibling list (the parallel
-  // selection has set them already).
-  if (!parallel)
-    for (int p = tid; p < count; p += kThreads)
-      for (int c = t_first[p]; c >= 0; c = t_next[c])
-        t_parent[c] = p;
+  // Parents: every node hands itself to its children by walking their sibling list.
+  for (int p = tid; p < count; p += kThreads)
+    for (int c = t_first[p]; c >= 0; c = t_next[c])
+      t_parent[c] = p;
   __syncthreads();
   SPECBENCH_PHASE(4, 0); // links and parents
   const int64_t ob = static_cast<int64_t>(b) * n;

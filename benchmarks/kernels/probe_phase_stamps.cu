@@ -199,7 +199,8 @@ void run_case(const Case& c, uint64_t* stamps, std::size_t max_records, int R) {
         fell += (h[8 * b + 7] & 0xFF) == 2;
         chosen.push_back((h[8 * b + 3] - h[8 * b]) / 1e3);
       }
-      m["ddtree: blocks that fell back"].push_back(fell);
+      if (h[7] != 0) // the kernel notes its path (branch wip/ddtree-parallel-select)
+        m["ddtree: blocks that fell back"].push_back(fell);
       const uint64_t note = h[7]; // block 0's selection steps (32 ns units from its start)
       if ((note & 0xFF) == 1) {
         m["ddtree block 0 selection: tau"].push_back(((note >> 8) & 0xFFFF) * 0.032);
