@@ -38,11 +38,6 @@ __device__ __forceinline__ void phase_put(uint64_t t0, int i, uint64_t dep) {
   r[1] = sm;
   r[i] = now;
 }
-// A value instead of a time (which path a block took, a count), in slot i of the block's record.
-__device__ __forceinline__ void phase_note(int i, uint64_t value) {
-  if (threadIdx.x == 0 && c_phase_buf != nullptr)
-    c_phase_buf[8ull * blockIdx.x + i] = value;
-}
 __device__ __forceinline__ void phase_put_last(int i, int request) {
   const uint64_t now = phase_now();
   if (threadIdx.x != 0 || c_phase_buf == nullptr || request != 0)
@@ -58,8 +53,6 @@ __device__ __forceinline__ void phase_put_last(int i, int request) {
 #define SPECBENCH_PHASE_START() const uint64_t phase_t0_ = ::specbench::kernels::detail::phase_now()
 #define SPECBENCH_PHASE(i, dep) ::specbench::kernels::detail::phase_put(phase_t0_, i, dep)
 #define SPECBENCH_PHASE_LAST(i, request) ::specbench::kernels::detail::phase_put_last(i, request)
-#define SPECBENCH_PHASE_NOTE(i, value) ::specbench::kernels::detail::phase_note(i, value)
-#define SPECBENCH_PHASE_NOW() ::specbench::kernels::detail::phase_now()
 // Defines `void name(uint64_t* buf)` (host) that attaches a buffer to this file's kernels.
 #define SPECBENCH_PHASE_ATTACH(name)                                                               \
   void name(uint64_t* buf) {                                                                       \
@@ -69,7 +62,5 @@ __device__ __forceinline__ void phase_put_last(int i, int request) {
 #define SPECBENCH_PHASE_START() ((void)0)
 #define SPECBENCH_PHASE(i, dep) ((void)0)
 #define SPECBENCH_PHASE_LAST(i, request) ((void)0)
-#define SPECBENCH_PHASE_NOTE(i, value) ((void)0)
-#define SPECBENCH_PHASE_NOW() 0ull
 #define SPECBENCH_PHASE_ATTACH(name)
 #endif

@@ -192,21 +192,10 @@ void run_case(const Case& c, uint64_t* stamps, std::size_t max_records, int R) {
     for (int i = 2; i < 7; ++i) // block 0's own stamps (DDTree: its phases)
       if (h[i] != 0)
         m["block 0: stamp " + std::to_string(i)].push_back((h[i] - h[0]) / 1e3);
-    if (c.name.rfind("ddtree", 0) == 0) { // slot 7 notes the path: 1 parallel, 2 fell back
-      int fell = 0;
+    if (c.name.rfind("ddtree", 0) == 0) { // when each request's nodes were chosen
       std::vector<double> chosen;
-      for (int b = 0; b < blocks; ++b) {
-        fell += (h[8 * b + 7] & 0xFF) == 2;
+      for (int b = 0; b < blocks; ++b)
         chosen.push_back((h[8 * b + 3] - h[8 * b]) / 1e3);
-      }
-      if (h[7] != 0) // the kernel notes its path (branch wip/ddtree-parallel-select)
-        m["ddtree: blocks that fell back"].push_back(fell);
-      const uint64_t note = h[7]; // block 0's selection steps (32 ns units from its start)
-      if ((note & 0xFF) == 1) {
-        m["ddtree block 0 selection: tau"].push_back(((note >> 8) & 0xFFFF) * 0.032);
-        m["ddtree block 0 selection: enumerated"].push_back(((note >> 24) & 0xFFFF) * 0.032);
-        m["ddtree block 0 selection: placed"].push_back(((note >> 40) & 0xFFFF) * 0.032);
-      }
       m["ddtree: nodes chosen, max over blocks"].push_back(quantile(chosen, 1.0));
       m["ddtree: nodes chosen, p50 over blocks"].push_back(quantile(chosen, 0.5));
     }
