@@ -4,6 +4,7 @@
 // parent-array verifiers share.
 
 #include "../src/kernels_ref/kernel_shapes.hpp"
+#include "specbench/detail/fast_div.hpp"
 #include "specbench/kernels.hpp"
 
 #include <cstdint>
@@ -12,6 +13,8 @@
 #include <string>
 
 namespace specbench::kernels::detail {
+
+using specbench::detail::FastDiv;
 
 inline Status cuda_status(cudaError_t err, const char* where, const char* call) {
   if (err == cudaSuccess)
@@ -33,9 +36,9 @@ inline Status launch_status(const char* where) {
 int sm_count();
 /// Opt-in shared memory per block of the current device, bytes.
 int max_smem_per_block();
-/// Vocabulary splits per row of the fused greedy pass for `rows` rows; sets the chunk length
-/// (verify_fused.cu).
-int greedy_splits(int64_t rows, int64_t vocab, int64_t* chunk);
+/// Vocabulary splits per row of the fused greedy pass for `rows` rows when an SM holds
+/// `resident_per_sm` blocks; sets the chunk length (verify_fused.cu).
+int greedy_splits(int64_t rows, int64_t vocab, int resident_per_sm, int64_t* chunk);
 
 /// Order-preserving 32-bit key of a float: a < b  <=>  key(a) < key(b) for numbers; -0 and +0
 /// share a key; every NaN gets the largest key (torch.argmax treats NaN as the maximum).
@@ -123,14 +126,24 @@ __device__ __forceinline__ uint64_t load_slot(uint64_t* slot) {
 
 /// Max of one row's `count` slots, by a whole warp: waits until each slot is written (non-zero),
 /// empties it for the next call, and returns the max in every lane. Two loads per lane are in
-/// flight before any is used: one L2 round trip for up to 64 slots.
-__device__ __forceinline__ uint64_t warp_drain_slots_max(uint64_t* slots, int count) {
+/// flight before any is used: one L2 round trip for up to 64 slots. Slot `own` (-1: none) is the
+/// calling block's own partial, `own_key`, which it never stored: reading it back would cost a
+/// store and a load round trip through L2, and the block that reduces is usually the last to
+/// store.
+__device__ __forceinline__ uint64_t warp_drain_slots_max(uint64_t* slots, int count, int own = -1,
+                                                         uint64_t own_key = 0) {
   const int lane = threadIdx.x & 31;
   uint64_t m = 0;
   for (int j = lane; j < count; j += 64) {
     const bool two = j + 32 < count;
+    // The own slot is read too (it is empty) and replaced: unconditional loads keep the loop as
+    // lean as without it (a conditional load cost 10 registers in every block of the pass).
     uint64_t v0 = load_slot(slots + j);
     uint64_t v1 = two ? load_slot(slots + j + 32) : 1ull;
+    if (j == own)
+      v0 = own_key;
+    if (j + 32 == own)
+      v1 = own_key;
     while (v0 == 0) // a block not done yet
       v0 = load_slot(slots + j);
     while (v1 == 0)
@@ -141,6 +154,33 @@ __device__ __forceinline__ uint64_t warp_drain_slots_max(uint64_t* slots, int co
     m = max(m, max(v0, v1));
   }
   return warp_max_packed(m);
+}
+
+/// warp_drain_slots_max for two rows `a` and `b` (b may be nullptr) of `count` <= 32 slots each,
+/// with both rows' loads in flight at once: one L2 round trip for both instead of one after the
+/// other. `own_a` and `own_b` are each row's slot holding `own_key` (-1: none), as above. Sets
+/// each row's max in every lane.
+__device__ __forceinline__ void warp_drain_two_rows(uint64_t* a, int own_a, uint64_t* b, int own_b,
+                                                    int count, uint64_t own_key, uint64_t& max_a,
+                                                    uint64_t& max_b) {
+  const int lane = threadIdx.x & 31;
+  const bool in = lane < count, in_b = in && b != nullptr;
+  uint64_t va = in ? load_slot(a + lane) : 0ull;
+  uint64_t vb = in_b ? load_slot(b + lane) : 0ull;
+  if (lane == own_a)
+    va = own_key;
+  if (lane == own_b)
+    vb = own_key;
+  while (in && va == 0)
+    va = load_slot(a + lane);
+  while (in_b && vb == 0)
+    vb = load_slot(b + lane);
+  if (in)
+    store_slot(a + lane, 0);
+  if (in_b)
+    store_slot(b + lane, 0);
+  max_a = warp_max_packed(va);
+  max_b = warp_max_packed(vb);
 }
 
 /// A request's tree for the reducing block: load() issues the loads (one node per thread when the

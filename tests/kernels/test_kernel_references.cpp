@@ -1,8 +1,9 @@
 // CPU checks of the kernel references on the shared test vectors (run in CI without a GPU): the
 // walk the kernels compute equals verify_tree_reference, SGLang's layout gives the same path,
 // Philox matches its published known answers, the inverse-CDF draw and both sampling verifiers
-// keep the target distribution, and the launchers check shapes (and say "not compiled" without
-// CUDA).
+// keep the target distribution, the launchers check shapes (and say "not compiled" without
+// CUDA), and the fused kernel's multiply-shift division equals integer division.
+#include "specbench/detail/fast_div.hpp"
 #include "specbench/detail/philox.hpp"
 #include "specbench/kernels.hpp"
 #include "specbench/sampling_reference.hpp"
@@ -87,6 +88,37 @@ TEST(KernelReferences, SglangLayoutWalkEqualsParentWalk) {
         }
       }
     }
+}
+
+// The fused greedy kernel divides block indices by the splits per row and by the nodes per
+// request with FastDiv (the same code runs on the device, with __umulhi).
+TEST(KernelReferences, FastDivEqualsIntegerDivision) {
+  std::mt19937_64 rng(11);
+  const uint32_t kMaxN = 0x7FFFFFFFu;
+  auto check = [&](uint32_t d) {
+    const detail::FastDiv f = detail::FastDiv::make(d);
+    const uint32_t edges[] = {
+        0u, 1u, d - 1, d, d + 1, kMaxN, kMaxN - 1, (kMaxN / d) * d, (kMaxN / d) * d - 1};
+    for (uint32_t n : edges) {
+      if (n <= kMaxN) {
+        ASSERT_EQ(f.div(n), n / d) << "n " << n << " d " << d;
+      }
+    }
+    for (int t = 0; t < 64; ++t) {
+      const uint32_t n = static_cast<uint32_t>(rng() % (uint64_t{kMaxN} + 1));
+      ASSERT_EQ(f.div(n), n / d) << "n " << n << " d " << d;
+    }
+  };
+  for (uint32_t d = 1; d <= 4096; ++d)
+    check(d);
+  for (int p = 12; p < 31; ++p) // powers of two and their neighbours
+    for (uint32_t d : {(1u << p) - 1, 1u << p, (1u << p) + 1})
+      check(d);
+  for (int t = 0; t < 20000; ++t)
+    check(1 + static_cast<uint32_t>(rng() % kMaxN));
+  for (uint32_t n = 0; n < 100000; ++n) // every small n for the shapes the kernel sees
+    for (uint32_t d : {19u, 25u, 38u, 64u, 65u})
+      ASSERT_EQ(detail::FastDiv::make(d).div(n), n / d);
 }
 
 TEST(KernelReferences, PhiloxKnownAnswers) {
