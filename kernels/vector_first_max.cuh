@@ -41,23 +41,24 @@ template <> struct Elem<float> {
 };
 
 /// First maximum of one thread's vectors at x + first, x + first + step, ... (below `end`), with
-/// kUnroll 16-byte streaming loads in flight. Per vector its max comes first (a few instructions
-/// for 8 or 4 values), and the vector itself is kept only when that max beats the running one
-/// (strict >, so the earliest vector keeps a tie). The position inside the kept vector is found
-/// once, at the end: the first element equal to the max. Visiting vectors in increasing index
-/// order keeps torch's first maximum. Sets `best` and `best_idx` (the thread's first element when
-/// nothing beats -inf; unchanged when the thread has no element) and ORs any NaN into `nan`.
+/// kUnroll 16-byte streaming loads in flight. Offsets are 32-bit (a block's chunk of one row):
+/// 64-bit bounds arithmetic would sit between a block's start and its first loads. Per vector its
+/// max comes first (a few instructions for 8 or 4 values), and the vector itself is kept only
+/// when that max beats the running one (strict >, so the earliest vector keeps a tie). The
+/// position inside the kept vector is found once, at the end: the first element equal to the max.
+/// Visiting vectors in increasing index order keeps torch's first maximum. Sets `best` and
+/// `best_idx` (the thread's first element when nothing beats -inf; unchanged when the thread has
+/// no element) and ORs any NaN into `nan`.
 template <typename T, int kUnroll>
-__device__ __forceinline__ void vector_first_max(const T* x, int64_t first, int64_t end,
-                                                 int64_t step, float& best, int64_t& best_idx,
-                                                 bool& nan) {
+__device__ __forceinline__ void vector_first_max(const T* x, int first, int end, int step,
+                                                 float& best, int& best_idx, bool& nan) {
   using E = Elem<T>;
   constexpr int V = E::kPerVec;
   uint4 best_vec = make_uint4(0u, 0u, 0u, 0u);
-  int64_t best_base = -1;
+  int best_base = -1;
   if (first < end)
     best_idx = first;
-  for (int64_t base = first; base < end; base += kUnroll * step) {
+  for (int base = first; base < end; base += kUnroll * step) {
     uint4 v[kUnroll];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u)

@@ -8,8 +8,10 @@
 // the request to start, so every block it waits for is already running and needs nothing from
 // anyone: no deadlock whatever the batch or the GPU's occupancy. Against an arrival counter at the
 // end it saves the release fence and the dependent atomic round trip (probe_fused_geometry: about
-// 0.4 us of a 4 us call). The reducing block zeroes the slots and the counter again, so the
-// workspace is ready for the next call and for graph replays.
+// 0.4 us of a 4 us call). The reducing block keeps its own partial in shared memory instead of
+// storing it and reading it back through L2 (it is usually the last partial of all), drains two
+// rows per warp per L2 round trip, and zeroes the slots and the counter again, so the workspace
+// is ready for the next call and for graph replays.
 #include "common.cuh"
 #include "phase_stamps.cuh"
 #include "vector_first_max.cuh"
@@ -23,26 +25,37 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kUnroll = 4;
 
+// The launch's arguments. The fields every block reads before its first load come first, so that
+// those loads wait on as few constant-cache lines as possible; the rest only the reducing block
+// reads.
+template <typename T> struct FusedArgs {
+  const T* logits;    // [batch, nodes, vocab]
+  uint32_t* counters; // [batch]
+  int32_t vocab, chunk;
+  FastDiv splits, nodes;  // blocks per row, rows per request
+  const int32_t* parents; // [batch, nodes] or nullptr
+  const int32_t* tokens;  // [batch, nodes]
+  int32_t* target_out;    // [batch, nodes] or nullptr
+  int32_t* accept_path;   // [batch, nodes]
+  int32_t* accepted;      // [batch]
+  int32_t* bonus;         // [batch]
+  uint64_t* partials;     // [batch * nodes, splits]
+};
+
 template <typename T, bool kVec>
-__global__ void __launch_bounds__(kThreads)
-    fused_greedy_kernel(const T* __restrict__ logits,        // [batch, nodes, vocab]
-                        const int32_t* __restrict__ parents, // [batch, nodes] or nullptr
-                        const int32_t* __restrict__ tokens,  // [batch, nodes]
-                        int nodes, int64_t vocab, int splits, int64_t chunk,
-                        int32_t* __restrict__ target_out,  // [batch, nodes] or nullptr
-                        int32_t* __restrict__ accept_path, // [batch, nodes]
-                        int32_t* __restrict__ accepted,    // [batch]
-                        int32_t* __restrict__ bonus,       // [batch]
-                        uint32_t* __restrict__ counters,   // [batch]
-                        uint64_t* __restrict__ partials) { // [batch * nodes, splits]
+__global__ void __launch_bounds__(kThreads) fused_greedy_kernel(const FusedArgs<T> a) {
   using E = Elem<T>;
   SPECBENCH_PHASE_START();
-  const int64_t row = blockIdx.x / splits;
-  const int split = static_cast<int>(blockIdx.x - row * splits);
-  const int b = static_cast<int>(row / nodes);
-  const int64_t start = split * chunk;
-  const int64_t end = min(vocab, start + chunk);
-  const T* x = logits + row * vocab;
+  // Block -> (row, split) and row -> request by multiply-shift: no integer division before the
+  // first load. Offsets inside a row fit in 32 bits (vocab < 2^31).
+  const uint32_t rowu = a.splits.div(blockIdx.x);
+  const int split = static_cast<int>(blockIdx.x - rowu * a.splits.d);
+  const int b = static_cast<int>(a.nodes.div(rowu));
+  const int64_t row = rowu;
+  const int nodes = static_cast<int>(a.nodes.d), splits = static_cast<int>(a.splits.d);
+  const int start = split * a.chunk;
+  const int len = min(a.vocab - start, a.chunk); // this block's elements: start .. start + len
+  const T* x = a.logits + row * a.vocab + start;
   const int tid = threadIdx.x;
 
   extern __shared__ int32_t smem[];
@@ -55,19 +68,18 @@ __global__ void __launch_bounds__(kThreads)
   // The ticket stays in a register until after the loads: nothing waits on its round trip.
   uint32_t ticket = 0;
   if (tid == 0)
-    ticket = take_ticket(&counters[b]);
+    ticket = take_ticket(&a.counters[b]);
 
   float best = -INFINITY;
-  int64_t best_idx = 0x7FFFFFFF; // no element
+  int best_idx = 0x7FFFFFFF; // no element; otherwise relative to start
   bool nan = false;
   if (kVec) {
     constexpr int V = E::kPerVec;
-    vector_first_max<T, kUnroll>(x, start + tid * V, end, static_cast<int64_t>(kThreads) * V, best,
-                                 best_idx, nan);
+    vector_first_max<T, kUnroll>(x, tid * V, len, kThreads * V, best, best_idx, nan);
   } else {
-    if (start + tid < end)
-      best_idx = start + tid;
-    for (int64_t i = start + tid; i < end; i += kThreads) {
+    if (tid < len)
+      best_idx = tid;
+    for (int i = tid; i < len; i += kThreads) {
       const float f = E::scalar(x + i);
       nan |= f != f;
       if (f > best) {
@@ -76,22 +88,23 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
   }
-  uint64_t key =
-      best_idx == 0x7FFFFFFF ? 0ull : pack_argmax(float_key(best), static_cast<uint32_t>(best_idx));
+  uint64_t key = best_idx == 0x7FFFFFFF
+                     ? 0ull
+                     : pack_argmax(float_key(best), static_cast<uint32_t>(start + best_idx));
   SPECBENCH_PHASE(2, key); // thread 0's elements are in
   if (nan) {
     // Rare: torch.argmax returns the first NaN. This thread visited its elements in increasing
     // index order, so the first NaN it meets is its smallest; NaN has the largest key and the
     // reductions keep the smallest index among equal keys, so no block barrier is needed.
-    const int64_t first_i = kVec ? start + tid * E::kPerVec : start + tid;
-    const int64_t stride = kVec ? static_cast<int64_t>(kThreads) * E::kPerVec : kThreads;
+    const int first_i = kVec ? tid * E::kPerVec : tid;
+    const int stride = kVec ? kThreads * E::kPerVec : kThreads;
     const int run = kVec ? E::kPerVec : 1;
     bool found = false;
-    for (int64_t base = first_i; base < end && !found; base += stride)
+    for (int base = first_i; base < len && !found; base += stride)
       for (int e = 0; e < run && !found; ++e) {
         const float f = E::scalar(x + base + e);
         if (f != f) {
-          key = pack_argmax(0xFFFFFFFFu, static_cast<uint32_t>(base + e));
+          key = pack_argmax(0xFFFFFFFFu, static_cast<uint32_t>(start + base + e));
           found = true;
         }
       }
@@ -100,35 +113,69 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ bool is_last;
   if (tid == 0)
     is_last = ticket == per_request - 1; // read after block_max_packed's barrier
-  key = block_max_packed(warp_max_packed(key), red);
-  if (tid == 0) // never zero: every chunk holds an element, and -inf's key is 0x007FFFFF
-    store_slot(&partials[row * splits + split], key);
+  __shared__ uint64_t own_key; // the reducing block's own partial never goes through memory
+  key = block_max_packed(warp_max_packed(key), red); // valid in thread 0
+  if (tid == 0) {
+    if (is_last)
+      own_key = key;
+    else // never zero: every chunk holds an element, and -inf's key is 0x007FFFFF
+      store_slot(&a.partials[row * splits + split], key);
+  }
   SPECBENCH_PHASE(3, key); // the block's partial is stored
   if (!is_last)
     return;
 
   // This block started last for request b: every other block of the request is running or done.
-  // Only this block needs the tree; its loads are issued with the first polls.
+  // Only this block needs the tree; its loads are issued with the first polls. Warp 0 drains the
+  // row of the block's own partial, whose slot stays empty.
   const int warp = tid >> 5, lane = tid & 31;
   EarlyTree tree;
-  tree.load(parents, tokens, off, nodes);
-  for (int r = warp; r < nodes; r += kThreads / 32) {
-    // Small batches use 19 to 66 splits: one L2 round trip for the row's slots.
-    const uint64_t m = warp_drain_slots_max(partials + (off + r) * splits, splits);
+  tree.load(a.parents, a.tokens, off, nodes);
+  __syncwarp(); // thread 0's own_key is visible to warp 0, the only warp that reads it
+  const uint64_t own = warp == 0 ? own_key : 0ull;
+  constexpr int kWarps = kThreads / 32;
+  const int own_row = static_cast<int>(row - off);
+  // Warp w drains rows own_row + w, own_row + w + kWarps, ... (mod nodes).
+  const auto node_of = [&](int rr) {
+    return own_row + rr < nodes ? own_row + rr : own_row + rr - nodes;
+  };
+  const auto put = [&](int r, uint64_t m) {
     if (lane == 0) {
       tgt[r] = packed_index(m);
-      if (target_out)
-        target_out[off + r] = packed_index(m);
+      if (a.target_out)
+        a.target_out[off + r] = packed_index(m);
+    }
+  };
+  if (splits <= 32) { // small batches (19 to 32 splits): two rows per L2 round trip
+#pragma unroll 1      // one pair in flight per warp: unrolling would cost registers in every block
+    for (int rr = warp; rr < nodes; rr += 2 * kWarps) {
+      const int ra = node_of(rr);
+      const bool has_b = rr + kWarps < nodes;
+      const int rb = has_b ? node_of(rr + kWarps) : 0;
+      uint64_t ma, mb;
+      warp_drain_two_rows(a.partials + (off + ra) * splits, rr == 0 ? split : -1,
+                          has_b ? a.partials + (off + rb) * splits : nullptr, -1, splits, own, ma,
+                          mb);
+      put(ra, ma);
+      if (has_b)
+        put(rb, mb);
+    }
+  } else {
+#pragma unroll 1
+    for (int rr = warp; rr < nodes; rr += kWarps) {
+      const int r = node_of(rr);
+      put(r,
+          warp_drain_slots_max(a.partials + (off + r) * splits, splits, rr == 0 ? split : -1, own));
     }
   }
-  tree.store(par, tok, parents, tokens, off, nodes);
+  tree.store(par, tok, a.parents, a.tokens, off, nodes);
   __syncthreads();
   SPECBENCH_PHASE_LAST(2, b); // every slot of the request is drained
   if (tid < 32) {
-    warp_walk_tree(parents ? par : nullptr, tok, tgt, first, nodes, accept_path, accepted, bonus,
-                   b);
+    warp_walk_tree(a.parents ? par : nullptr, tok, tgt, first, nodes, a.accept_path, a.accepted,
+                   a.bonus, b);
     if (tid == 0)
-      counters[b] = 0; // every block of the request has taken its ticket
+      a.counters[b] = 0; // every block of the request has taken its ticket
   }
   SPECBENCH_PHASE_LAST(3, b); // the walk is written
 }
@@ -137,11 +184,19 @@ __global__ void __launch_bounds__(kThreads)
 
 SPECBENCH_PHASE_ATTACH(phase_attach_fused)
 
-/// Splits per row for `rows` rows: enough blocks to fill the GPU a few times over, each chunk a
+/// Splits per row for `rows` rows: about four blocks per SM, but never more blocks than the GPU
+/// holds at once (`resident_per_sm` per SM, from the compiled kernel's occupancy), so there is
+/// never a second wave: a wave's worth of blocks arriving late costs a whole block's time (8 x 16
+/// took 15.3 us instead of 13.2 when the kernel grew from 48 to 58 registers and its 640 blocks no
+/// longer fit at once). More blocks than four per SM do not help small batches (1 x 16 at 38
+/// splits, 608 blocks, took 4.9 us against 4.3 at 25 in probe_fused_geometry). Each chunk is a
 /// multiple of the 2048-element granule. Returns splits and sets `chunk`.
-int greedy_splits(int64_t rows, int64_t vocab, int64_t* chunk) {
-  const int64_t target_blocks = static_cast<int64_t>(sm_count()) * 4;
-  int64_t splits = (target_blocks + rows - 1) / rows;
+int greedy_splits(int64_t rows, int64_t vocab, int resident_per_sm, int64_t* chunk) {
+  const int64_t sms = sm_count();
+  int64_t splits = (sms * 4 + rows - 1) / rows;
+  const int64_t fit = sms * resident_per_sm / rows; // splits that still fit in one wave
+  if (splits > fit)
+    splits = fit;
   splits = splits < 1 ? 1 : splits;
   const int max_splits = greedy_max_splits(vocab);
   if (splits > max_splits)
@@ -151,6 +206,59 @@ int greedy_splits(int64_t rows, int64_t vocab, int64_t* chunk) {
   *chunk = c;
   return static_cast<int>((vocab + c - 1) / c);
 }
+
+namespace {
+/// Blocks of fused_greedy_kernel<T, kVec> one SM holds at once (cached per device). Computed with
+/// the largest dynamic shared memory a call uses (2048 nodes, 32 KiB), which never limits it
+/// below what the registers allow.
+template <typename T, bool kVec> int resident_per_sm() {
+  static int cache[64] = {};
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64)
+    return 4;
+  if (cache[dev] == 0) {
+    int v = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v, fused_greedy_kernel<T, kVec>, kThreads,
+                                                      32 * 1024) != cudaSuccess) {
+      (void)cudaGetLastError();
+      v = 4;
+    }
+    cache[dev] = v > 0 ? v : 1;
+  }
+  return cache[dev];
+}
+
+template <typename T, bool kVec>
+Status launch_fused(const T* x, const int32_t* parents, const int32_t* tokens, int batch, int nodes,
+                    int64_t vocab, int32_t* target_tokens, int32_t* accept_path, int32_t* accepted,
+                    int32_t* bonus, uint32_t* counters, uint64_t* partials, Stream stream,
+                    const char* where) {
+  const int64_t rows = static_cast<int64_t>(batch) * nodes;
+  int64_t chunk = 0;
+  const int splits = greedy_splits(rows, vocab, resident_per_sm<T, kVec>(), &chunk);
+  const int64_t blocks = rows * splits;
+  if (blocks > 0x7FFFFFFF)
+    return Status(StatusCode::invalid_argument, "too many blocks for one launch",
+                  "verify fewer requests per call", where);
+  // At most 2048 nodes: 32 KiB, under the default 48 KiB limit.
+  const std::size_t smem = 4 * sizeof(int32_t) * static_cast<std::size_t>(nodes);
+  FusedArgs<T> a{x,
+                 counters,
+                 static_cast<int32_t>(vocab),
+                 static_cast<int32_t>(chunk),
+                 FastDiv::make(static_cast<uint32_t>(splits)),
+                 FastDiv::make(static_cast<uint32_t>(nodes)),
+                 parents,
+                 tokens,
+                 target_tokens,
+                 accept_path,
+                 accepted,
+                 bonus,
+                 partials};
+  fused_greedy_kernel<T, kVec><<<static_cast<unsigned>(blocks), kThreads, smem, stream>>>(a);
+  return launch_status(where);
+}
+} // namespace
 
 } // namespace detail
 
@@ -167,48 +275,30 @@ Status verify_greedy_fused(const void* logits, LogitsDtype dtype, const int32_t*
     return s;
   if (batch == 0)
     return {};
-  const int64_t rows = static_cast<int64_t>(batch) * nodes;
-  int64_t chunk = 0;
-  const int splits = detail::greedy_splits(rows, vocab, &chunk);
-  const int64_t blocks = rows * splits;
-  if (blocks > 0x7FFFFFFF)
-    return Status(StatusCode::invalid_argument, "too many blocks for one launch",
-                  "verify fewer requests per call", where);
   auto* counters = static_cast<uint32_t*>(workspace);
   auto* partials = reinterpret_cast<uint64_t*>(
       static_cast<char*>(workspace) +
       detail::align_up(sizeof(uint32_t) * batch, detail::kWorkspaceAlign));
-  // At most 2048 nodes: 32 KiB, under the default 48 KiB limit.
-  const std::size_t smem = 4 * sizeof(int32_t) * static_cast<std::size_t>(nodes);
   const std::size_t elem = dtype == LogitsDtype::bf16 ? 2 : 4;
   // 16-byte loads need every row to start on a 16-byte boundary.
   const bool vec = reinterpret_cast<uintptr_t>(logits) % 16 == 0 && (vocab * elem) % 16 == 0;
-  const unsigned g = static_cast<unsigned>(blocks);
-  using namespace detail;
+  using detail::launch_fused;
   if (dtype == LogitsDtype::bf16) {
     const auto* x = static_cast<const __nv_bfloat16*>(logits);
-    if (vec) {
-      fused_greedy_kernel<__nv_bfloat16, true><<<g, kThreads, smem, stream>>>(
-          x, parents, tokens, nodes, vocab, splits, chunk, target_tokens, accept_path, accepted,
-          bonus, counters, partials);
-    } else {
-      fused_greedy_kernel<__nv_bfloat16, false><<<g, kThreads, smem, stream>>>(
-          x, parents, tokens, nodes, vocab, splits, chunk, target_tokens, accept_path, accepted,
-          bonus, counters, partials);
-    }
-  } else {
-    const auto* x = static_cast<const float*>(logits);
-    if (vec) {
-      fused_greedy_kernel<float, true><<<g, kThreads, smem, stream>>>(
-          x, parents, tokens, nodes, vocab, splits, chunk, target_tokens, accept_path, accepted,
-          bonus, counters, partials);
-    } else {
-      fused_greedy_kernel<float, false><<<g, kThreads, smem, stream>>>(
-          x, parents, tokens, nodes, vocab, splits, chunk, target_tokens, accept_path, accepted,
-          bonus, counters, partials);
-    }
+    return vec ? launch_fused<__nv_bfloat16, true>(x, parents, tokens, batch, nodes, vocab,
+                                                   target_tokens, accept_path, accepted, bonus,
+                                                   counters, partials, stream, where)
+               : launch_fused<__nv_bfloat16, false>(x, parents, tokens, batch, nodes, vocab,
+                                                    target_tokens, accept_path, accepted, bonus,
+                                                    counters, partials, stream, where);
   }
-  return detail::launch_status(where);
+  const auto* x = static_cast<const float*>(logits);
+  return vec ? launch_fused<float, true>(x, parents, tokens, batch, nodes, vocab, target_tokens,
+                                         accept_path, accepted, bonus, counters, partials, stream,
+                                         where)
+             : launch_fused<float, false>(x, parents, tokens, batch, nodes, vocab, target_tokens,
+                                          accept_path, accepted, bonus, counters, partials, stream,
+                                          where);
 }
 
 } // namespace specbench::kernels

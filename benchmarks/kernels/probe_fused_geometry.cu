@@ -70,12 +70,13 @@ __global__ void __launch_bounds__(kT) call(Args a) {
     tok[tid] = a.tokens[tid];
   }
   float best = -INFINITY;
-  int64_t best_i = 0x7FFFFFFF;
-  bool nan = false; // the inputs hold no NaN; the shipped loop tracks it all the same
-  vector_first_max<__nv_bfloat16, kUnroll>(x, start + tid * 8, end, static_cast<int64_t>(kT) * 8,
-                                           best, best_i, nan);
-  uint64_t key =
-      best_i == 0x7FFFFFFF ? 0ull : pack_argmax(float_key(best), static_cast<uint32_t>(best_i));
+  int best_i = 0x7FFFFFFF; // relative to start
+  bool nan = false;        // the inputs hold no NaN; the shipped loop tracks it all the same
+  vector_first_max<__nv_bfloat16, kUnroll>(x + start, tid * 8, static_cast<int>(end - start),
+                                           kT * 8, best, best_i, nan);
+  uint64_t key = best_i == 0x7FFFFFFF
+                     ? 0ull
+                     : pack_argmax(float_key(best), static_cast<uint32_t>(start + best_i));
   key = warp_max_packed(key);
   if (lane == 0)
     red[warp] = key;
