@@ -38,6 +38,7 @@ struct SamplingArgs {
   int64_t segs; // segments per row
   int splits;   // blocks per row
   int64_t segs_per_split;
+  FastDiv split_div, row_div; // splits and rows as multiply-shift divisors (set by the launcher)
   uint64_t seed, offset;
   const uint64_t* dev_seed_offset;
   int32_t* target_out; // tree: [batch, rows] draws, optional
@@ -169,10 +170,13 @@ __device__ __forceinline__ uint64_t race_segments(const float* p, const float* q
 template <int kMode, bool kVec>
 __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingArgs a) {
   SPECBENCH_PHASE_START();
-  const int64_t grow = blockIdx.x / a.splits;
-  const int split = static_cast<int>(blockIdx.x - grow * a.splits);
-  const int b = static_cast<int>(grow / a.rows);
-  const int i = static_cast<int>(grow - static_cast<int64_t>(b) * a.rows);
+  // Block -> (row, split) -> (request, row) by multiply-shift: no integer division before the
+  // first loads (a 64-bit one here before).
+  const uint32_t growu = a.split_div.div(blockIdx.x);
+  const int split = static_cast<int>(blockIdx.x - growu * a.split_div.d);
+  const int b = static_cast<int>(a.row_div.div(growu));
+  const int i = static_cast<int>(growu - static_cast<uint32_t>(b) * a.row_div.d);
+  const int64_t grow = growu;
   const bool residual = kMode == kChain && i < a.rows - 1;
   const float* p = a.target + grow * a.vocab;
   const float* q =
@@ -338,6 +342,8 @@ Status launch_sampling(int mode, SamplingArgs a, int batch, std::size_t smem, St
   if (blocks > 0x7FFFFFFF)
     return Status(StatusCode::invalid_argument, "too many blocks for one launch",
                   "verify fewer requests per call", where);
+  a.split_div = FastDiv::make(static_cast<uint32_t>(a.splits));
+  a.row_div = FastDiv::make(static_cast<uint32_t>(a.rows));
   const bool vec = reinterpret_cast<uintptr_t>(a.target) % 16 == 0 &&
                    (a.draft == nullptr || reinterpret_cast<uintptr_t>(a.draft) % 16 == 0) &&
                    a.vocab % 4 == 0;
