@@ -3,21 +3,30 @@
 //
 // The search keeps the frontier (candidates not yet in the tree) as one list sorted under the
 // reference order (score descending, then depth ascending, then rank path ascending), spread over
-// the warp: entry g lives in register g / 32 of lane g % 32. Every lane knows the head (the next
-// node) and the second entry. One step pops the head and inserts its next sibling A and first
-// child C: each lane compares its entries with A and C, two ballots count the entries ahead of
-// each, and one shuffle per register shifts the list into place. The next head is the best of A,
-// C and the old second entry, so it is known before the shuffle lands and the next step's loads
-// start at once. Ties (equal scores) go to a slow path that compares depths and rank paths by
-// walking ancestors in shared memory.
+// the warp: entry g lives in register g / 32 of lane g % 32, as the candidate's exact score (-inf:
+// an empty entry) and a packed word of its generator, depth and rank. Every lane knows the head
+// (the next node) and the second entry. One step pops the head and inserts its next sibling A and
+// first child C, the better one first (X, then Y). No vote counts places: the list is sorted, so
+// entry g lands at g + 1, g or g - 1 according to whether X and Y come before its neighbours, and
+// each lane compares its own entry and the two neighbours it received by shuffle at the start of
+// the step, while the step's shared-memory loads were in flight. The next head is the better of X
+// and the old second entry, so it is known before the list update lands and the next step's loads
+// start at once. Equal scores go to a slow path that compares depths and rank paths by walking
+// ancestors in shared memory, with the same place rule.
+//
+// A step stores only the node's record (its packed fields and score, one 8-byte store); links,
+// parents, outputs and mask rows are built afterwards by the whole block. For budgets below 128
+// each candidate also carries its parent (8-bit fields), so parents need no walk. Per pop the
+// loop is latency-bound in one warp: every instruction taken out of it (stores, their address
+// arithmetic) shortens the whole search.
 //
 // Why the list can be short: after t pops the frontier holds at most t + 1 candidates and only
 // budget - t more pops follow, so only the best min(t + 1, budget - t) <= (budget + 1) / 2 can
 // ever become nodes; the list keeps 32 * RPL >= that many and lets the rest fall off its end.
 // Candidates that could never be popped (score -inf, or rank + depth > budget: such a node needs
-// rank + depth - 1 nodes before it) are not inserted at all. Each parent has at most one
-// candidate in the frontier (its children are generated one rank at a time), which is why a
-// rank-path comparison always meets two different parents.
+// rank + depth - 1 nodes before it) are empty entries. Each parent has at most one candidate in
+// the frontier (its children are generated one rank at a time), which is why a rank-path
+// comparison always meets two different parents.
 //
 // Scores use the reference's float operations in its order, so the tree, its node numbering and
 // its scores are bit-identical to build_ddtree_reference.
@@ -29,35 +38,33 @@ namespace detail {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr uint32_t kKeyNegInf = 0x007FFFFFu; // score_key(-inf); NaN gets 1, empty is 0
-constexpr int kNone = 0x7FFFFFFF;
+constexpr float kEmpty = -INFINITY;
 
-// Key of a score under the reference order (larger is better). -0 and +0 share a key (they
-// compare equal); score_of returns +0 for it and the search recomputes the sign (a -0 score comes
-// from -0 log-probs along the path). Inputs are finite or -inf (the contract), so no NaN test.
-__device__ __forceinline__ uint32_t score_key(float f) {
-  const uint32_t u = __float_as_uint(__fadd_rn(f, 0.0f));
-  return u ^ (static_cast<uint32_t>(static_cast<int32_t>(u) >> 31) | 0x80000000u);
-}
-__device__ __forceinline__ float score_of(uint32_t key) {
-  return __uint_as_float((key & 0x80000000u) ? (key & 0x7FFFFFFFu) : ~key);
-}
-
-// A candidate's other fields in 32 bits: the node that generated it (its parent for rank 0, its
-// previous sibling otherwise; < 2048), its depth (<= budget <= 1024) and rank (< budget).
-__device__ __forceinline__ uint32_t pack_meta(int gen, int depth, int rank) {
-  return (static_cast<uint32_t>(gen) << 21) | (static_cast<uint32_t>(depth) << 10) |
-         static_cast<uint32_t>(rank);
-}
-__device__ __forceinline__ int meta_gen(uint32_t m) {
-  return static_cast<int>(m >> 21);
-}
-__device__ __forceinline__ int meta_depth(uint32_t m) {
-  return static_cast<int>((m >> 10) & 0x7FFu);
-}
-__device__ __forceinline__ int meta_rank(uint32_t m) {
-  return static_cast<int>(m & 0x3FFu);
-}
+// A candidate's other fields in 32 bits, depth in the top bits (one shift on the step's critical
+// path). Small budgets (< 128, node indices < 128): depth, generator (its parent for rank 0, its
+// previous sibling otherwise), parent and rank, 8 bits each. Larger budgets: depth (<= budget <=
+// 1024, 11 bits), generator (< 2048, 11 bits) and rank (< budget, 10 bits); no parent.
+template <bool SMALL> struct Meta;
+template <> struct Meta<true> {
+  __device__ static uint32_t pack(int gen, int parent, int depth, int rank) {
+    return (static_cast<uint32_t>(depth) << 24) | (static_cast<uint32_t>(gen) << 16) |
+           (static_cast<uint32_t>(parent) << 8) | static_cast<uint32_t>(rank);
+  }
+  __device__ static int depth(uint32_t m) { return static_cast<int>(m >> 24); }
+  __device__ static int gen(uint32_t m) { return static_cast<int>((m >> 16) & 0xFFu); }
+  __device__ static int parent(uint32_t m) { return static_cast<int>((m >> 8) & 0xFFu); }
+  __device__ static int rank(uint32_t m) { return static_cast<int>(m & 0xFFu); }
+};
+template <> struct Meta<false> {
+  __device__ static uint32_t pack(int gen, int, int depth, int rank) {
+    return (static_cast<uint32_t>(depth) << 21) | (static_cast<uint32_t>(gen) << 10) |
+           static_cast<uint32_t>(rank);
+  }
+  __device__ static int depth(uint32_t m) { return static_cast<int>(m >> 21); }
+  __device__ static int gen(uint32_t m) { return static_cast<int>((m >> 10) & 0x7FFu); }
+  __device__ static int parent(uint32_t) { return 0; } // not carried
+  __device__ static int rank(uint32_t m) { return static_cast<int>(m & 0x3FFu); }
+};
 
 struct Layout {
   int n, words, kc, dc; // nodes, mask words per row, cached row length (ranks + 1 padding), depths
@@ -103,18 +110,22 @@ struct BuildArgs {
 __device__ __forceinline__ void write_masks(uint32_t* rows, const int32_t* t_parent, int n, int W,
                                             int count, const DdtreeOutputs& o, int64_t ob);
 
-template <int RPL, bool CACHED>
+template <int RPL, bool CACHED, bool SMALL>
 __global__ void __launch_bounds__(kThreads) ddtree_kernel(BuildArgs a) {
+  using M = Meta<SMALL>;
   SPECBENCH_PHASE_START();
   extern __shared__ __align__(16) unsigned char smem[];
   const int n = a.lay.n, tid = threadIdx.x, b = blockIdx.x;
-  int32_t* t_parent = reinterpret_cast<int32_t*>(smem);
-  uint32_t* t_meta = reinterpret_cast<uint32_t*>(t_parent + n);
-  float* t_score = reinterpret_cast<float*>(t_meta + n);
-  int32_t* t_first = reinterpret_cast<int32_t*>(t_score + n);
+  // Tree arrays: each node's record (packed fields, score bits: one 8-byte store per pop), parent,
+  // first child, next sibling.
+  uint2* t_node = reinterpret_cast<uint2*>(smem);
+  int32_t* t_parent = reinterpret_cast<int32_t*>(t_node + n);
+  int32_t* t_first = t_parent + n;
   int32_t* t_next = t_first + n;
   float* lpc = reinterpret_cast<float*>(smem + a.lay.off_logp);
   int32_t* idc = reinterpret_cast<int32_t*>(smem + a.lay.off_ids);
+  uint32_t* rows = reinterpret_cast<uint32_t*>(smem + a.lay.off_rows); // if rows_in_smem
+  const int W = a.lay.words;
   const int depth = a.depth, k = a.k, kc = a.lay.kc, budget = a.budget;
   const int64_t table0 = static_cast<int64_t>(b) * depth * k;
   const float* glp = a.top_logp + table0;
@@ -146,6 +157,10 @@ __global__ void __launch_bounds__(kThreads) ddtree_kernel(BuildArgs a) {
       }
     }
   }
+  for (int i = tid; i < n; i += kThreads) {
+    t_first[i] = -1;
+    t_next[i] = -1;
+  }
   __shared__ int s_count;
   __syncthreads();
   SPECBENCH_PHASE(2, 0); // tables cached
@@ -158,65 +173,66 @@ __global__ void __launch_bounds__(kThreads) ddtree_kernel(BuildArgs a) {
         return lpc[(d - 1) * kc + r];
       return __ldg(glp + static_cast<int64_t>(d - 1) * k + r);
     };
-    // Parent of tree node x during the search (t_parent is filled in afterwards): a rank-r node's
+    // Parent of tree node x during the search. Small budgets carry it; otherwise a rank-r node's
     // generator is its rank r-1 sibling, so follow generators down to rank 0.
     auto parent_of = [&](int x) {
-      uint32_t m = t_meta[x];
-      while (meta_rank(m) != 0)
-        m = t_meta[meta_gen(m)];
-      return meta_gen(m);
+      uint32_t m = t_node[x].x;
+      if constexpr (SMALL) {
+        return M::parent(m);
+      } else {
+        while (M::rank(m) != 0)
+          m = t_node[M::gen(m)].x;
+        return M::gen(m);
+      }
     };
     // Rank-path order of two candidates of equal depth given as (parent, rank): walk both up to
     // their common ancestor; the ranks just below it decide. Rare (only on equal scores).
     auto path_less = [&](int px, int rx, int py, int ry) {
       while (px != py) {
-        rx = meta_rank(t_meta[px]);
-        ry = meta_rank(t_meta[py]);
+        rx = M::rank(t_node[px].x);
+        ry = M::rank(t_node[py].x);
         px = parent_of(px);
         py = parent_of(py);
       }
       return rx < ry;
     };
     // Full reference order: does list entry (kx, mx) come before candidate (kc_, dc_, pc, rc)?
-    auto before = [&](uint32_t kx, uint32_t mx, uint32_t kc_, int dc_, int pc, int rc) {
+    auto before = [&](float kx, uint32_t mx, float kc_, int dc_, int pc, int rc) {
       if (kx != kc_)
         return kx > kc_;
-      const int dx = meta_depth(mx);
+      const int dx = M::depth(mx);
       if (dx != dc_)
         return dx < dc_;
-      const int rx = meta_rank(mx), gx = meta_gen(mx);
-      return path_less(rx == 0 ? gx : parent_of(gx), rx, pc, rc);
+      const int rx = M::rank(mx), gx = M::gen(mx);
+      const int px = SMALL ? M::parent(mx) : rx == 0 ? gx : parent_of(gx);
+      return path_less(px, rx, pc, rc);
     };
-    if (lane == 0) {
-      t_meta[0] = 0;
-      t_score[0] = 0.0f;
-    }
-    uint32_t key[RPL], meta[RPL]; // the sorted list; key 0 = empty
+    t_node[0] = make_uint2(0u, 0u); // every lane, the same value: the root, score +0
+    float key[RPL];
+    uint32_t meta[RPL]; // the sorted list
 #pragma unroll
     for (int j = 0; j < RPL; ++j) {
-      key[j] = 0;
+      key[j] = kEmpty;
       meta[j] = 0;
     }
-    uint32_t hk = 0, hm = 0, sk = 0, sm = 0; // head and second entry, the same in every lane
+    float hk = kEmpty, sk = kEmpty; // head and second entry, the same in every lane
+    uint32_t hm = 0, sm = 0;
     if (depth > 0 && k > 0 && budget > 0) {
-      const uint32_t k0 = score_key(lp(1, 0));
-      if (k0 > kKeyNegInf) {
-        hk = k0;
-        hm = pack_meta(0, 1, 0);
-      }
+      hk = lp(1, 0);
+      hm = M::pack(0, 0, 1, 0);
     }
     if (lane == 0) {
       key[0] = hk;
       meta[0] = hm;
     }
     int count = 1;
-    while (hk != 0 && count <= budget) {
+    while (hk > kEmpty && count <= budget) {
       const int node = count++;
-      const int gen = meta_gen(hm), d = meta_depth(hm), r = meta_rank(hm);
+      const int gen = M::gen(hm), d = M::depth(hm), r = M::rank(hm), par = M::parent(hm);
       // The candidates this pop generates, with the reference's float operations in its order:
       // (score - lp(d, r)) + lp(d, r + 1) for the next sibling A, score + lp(d + 1, 0) for the
       // first child C. A candidate that does not exist or can never become a node (rank + depth >
-      // budget) reads a -inf entry of the padded cached table and is dropped with the -inf ones.
+      // budget) reads a -inf entry of the padded cached table: an empty entry.
       bool has_sib = true, has_child = true;
       int r1 = r + 1, dch = d + 1;
       if (!CACHED) { // clamp to readable entries instead
@@ -225,101 +241,117 @@ __global__ void __launch_bounds__(kThreads) ddtree_kernel(BuildArgs a) {
         r1 = has_sib ? r + 1 : r;
         dch = has_child ? d + 1 : d;
       }
-      const float l_r = lp(d, r), l_r1 = lp(d, r1), l_c = lp(dch, 0);
-      float cs = score_of(hk);
-      if (hk == 0x80000000u) { // +-0: the key dropped the sign; recompute the reference's value
-        __syncwarp();          // lane 0's earlier t_score stores are visible
-        cs = r == 0 ? (gen == 0 ? l_r : __fadd_rn(t_score[gen], l_r))
-                    : __fadd_rn(__fsub_rn(t_score[gen], lp(d, r - 1)), l_r);
+      float l_r, l_r1, l_c;
+      if (CACHED) { // one row pointer: lp(d + 1, 0) at its start, lp(d, r) one row back
+        const float* row = lpc + d * kc;
+        l_c = row[0];
+        l_r = row[r - kc];
+        l_r1 = row[r + 1 - kc];
+      } else {
+        l_r = lp(d, r);
+        l_r1 = lp(d, r1);
+        l_c = lp(dch, 0);
       }
-      const uint32_t sA = score_key(__fadd_rn(__fsub_rn(cs, l_r), l_r1));
-      const uint32_t sC = score_key(__fadd_rn(cs, l_c));
-      const uint32_t kA = has_sib && sA > kKeyNegInf ? sA : 0u;
-      const uint32_t kC = has_child && sC > kKeyNegInf ? sC : 0u;
-      const uint32_t mA = pack_meta(node, d, r + 1), mC = pack_meta(node, d + 1, 0);
-      if (lane == 0) { // the node itself (two stores; parents and links come afterwards)
-        t_meta[node] = hm;
-        t_score[node] = cs;
-      }
-      // Entries ahead of A and of C (the head, entry 0, is being popped). Entries at index
-      // >= count - 1 are empty (the frontier holds at most count - 1 candidates), so skip them.
-      int cntA = 0, cntC = 0;
-      bool tie = false;
+      // The list's neighbours of every entry (g - 1 and g + 1), from before the step.
+      float up[RPL], dn[RPL];
+      uint32_t upm[RPL], dnm[RPL];
 #pragma unroll
       for (int j = 0; j < RPL; ++j) {
-        if (j > 0 && 32 * j >= count)
-          break;
-        const bool live = j > 0 || lane > 0;
-        cntA += __popc(__ballot_sync(0xFFFFFFFFu, live && key[j] > kA));
-        cntC += __popc(__ballot_sync(0xFFFFFFFFu, live && key[j] > kC));
-        tie |= live && key[j] != 0 && (key[j] == kA || key[j] == kC);
+        up[j] = __shfl_up_sync(0xFFFFFFFFu, key[j], 1);
+        upm[j] = __shfl_up_sync(0xFFFFFFFFu, meta[j], 1);
+        dn[j] = __shfl_down_sync(0xFFFFFFFFu, key[j], 1);
+        dnm[j] = __shfl_down_sync(0xFFFFFFFFu, meta[j], 1);
       }
-      // On equal scores A (one level shallower) comes before C. Without ties the next head is
-      // the best of A, C and the second entry, found without the counts.
+#pragma unroll
+      for (int j = 0; j < RPL; ++j) { // across register boundaries
+        if (j > 0) {
+          const float wk = __shfl_sync(0xFFFFFFFFu, key[j - 1], 31);
+          const uint32_t wm = __shfl_sync(0xFFFFFFFFu, meta[j - 1], 31);
+          if (lane == 0) {
+            up[j] = wk;
+            upm[j] = wm;
+          }
+        }
+        float nk = kEmpty;
+        uint32_t nm = 0;
+        if (j + 1 < RPL) {
+          nk = __shfl_sync(0xFFFFFFFFu, key[j + 1 < RPL ? j + 1 : j], 0);
+          nm = __shfl_sync(0xFFFFFFFFu, meta[j + 1 < RPL ? j + 1 : j], 0);
+        }
+        if (lane == 31) {
+          dn[j] = nk;
+          dnm[j] = nm;
+        }
+      }
+      const float cs = hk;
+      const float sA = __fadd_rn(__fsub_rn(cs, l_r), l_r1);
+      const float sC = __fadd_rn(cs, l_c);
+      const float kA = has_sib ? sA : kEmpty, kC = has_child ? sC : kEmpty;
+      const uint32_t mA = M::pack(node, par, d, r + 1), mC = M::pack(node, node, d + 1, 0);
+      // The node itself, one 8-byte store; parents, links and mask rows come afterwards, in
+      // parallel. Every lane stores the same value to the same address: no branch in the loop.
+      t_node[node] = make_uint2(hm, __float_as_uint(cs));
+      // X comes before Y: on equal scores A (one level shallower) comes before C.
       const bool c_first = kC > kA;
-      uint32_t nhk = kA > sk && !c_first ? kA : kC > sk && c_first ? kC : sk;
-      uint32_t nhm = kA > sk && !c_first ? mA : kC > sk && c_first ? mC : sm;
-      if (__any_sync(0xFFFFFFFFu, tie)) { // rare: equal scores; full order with path walks
-        __syncwarp();                     // lane 0's node fields are visible
-        const int pA = r == 0 ? gen : parent_of(gen);
-        cntA = 0;
-        cntC = 0;
+      const float kX = c_first ? kC : kA, kY = c_first ? kA : kC;
+      const uint32_t mX = c_first ? mC : mA, mY = c_first ? mA : mC;
+      // Equal scores between X or Y and a list entry need the full order (rare).
+      bool tie = false; // bitwise operators: no short-circuit branches
+#pragma unroll
+      for (int j = 0; j < RPL; ++j)
+        tie |= (j > 0 || lane > 0) &
+               (((kX > kEmpty) & (key[j] == kX)) | ((kY > kEmpty) & (key[j] == kY)));
+      const bool slow = __any_sync(0xFFFFFFFFu, tie);
+      // The list update. With bX(i) = "old entry i comes before X" (i >= 1; entry 0 is popped and
+      // counts as before everything), X lands at pos_x = #{i >= 1: bX(i)} and Y at
+      // #{i >= 1: bY(i)} + 1; new entry g is X, Y, or old entry g + 1 - (entries inserted
+      // before g), and the sorted list makes each of those a test on entries g - 1, g, g + 1:
+      // bx_g = bX(g), bx_n = bX(g + 1), by_p = bY(g - 1), by_g = bY(g). Empty entries come
+      // before nothing. Without equal scores the scores decide (straight-line code); the rare
+      // slow path redoes the tests in the full order.
+      bool keep_second = sk > kX; // the next head: the old second entry or X
+      bool bx_g[RPL], bx_n[RPL], by_p[RPL], by_g[RPL];
+#pragma unroll
+      for (int j = 0; j < RPL; ++j) {
+        const int g = 32 * j + lane;
+        bx_g[j] = (g == 0) | (key[j] > kX);
+        bx_n[j] = dn[j] > kX;
+        by_p[j] = (g <= 1) | (up[j] > kY);
+        by_g[j] = (g == 0) | (key[j] > kY);
+      }
+      if (slow) {
+        __syncwarp(); // lane 0's node fields are visible
+        const int pA = SMALL ? par : r == 0 ? gen : parent_of(gen);
+        auto ahead = [&](float k_, uint32_t m_, bool of_x) {
+          const float kk = of_x ? kX : kY;
+          if (!(k_ > kEmpty) || !(kk > kEmpty) || k_ != kk)
+            return k_ > kk;
+          return (of_x == c_first) ? before(k_, m_, kC, d + 1, node, 0)
+                                   : before(k_, m_, kA, d, pA, r + 1);
+        };
+        keep_second = ahead(sk, sm, true);
 #pragma unroll
         for (int j = 0; j < RPL; ++j) {
-          if (j > 0 && 32 * j >= count)
-            break;
-          const bool live = (j > 0 || lane > 0) && key[j] != 0;
-          const bool bA = live && kA != 0 && before(key[j], meta[j], kA, d, pA, r + 1);
-          const bool bC = live && kC != 0 && before(key[j], meta[j], kC, d + 1, node, 0);
-          cntA += __popc(__ballot_sync(0xFFFFFFFFu, bA));
-          cntC += __popc(__ballot_sync(0xFFFFFFFFu, bC));
+          const int g = 32 * j + lane;
+          bx_g[j] = g == 0 || ahead(key[j], meta[j], true);
+          bx_n[j] = ahead(dn[j], dnm[j], true);
+          by_p[j] = g <= 1 || ahead(up[j], upm[j], false);
+          by_g[j] = g == 0 || ahead(key[j], meta[j], false);
         }
-        const bool a0 = kA != 0 && cntA == 0 && !c_first, c0 = kC != 0 && cntC == 0 && c_first;
-        nhk = a0 ? kA : c0 ? kC : sk;
-        nhm = a0 ? mA : c0 ? mC : sm;
       }
-      const int posA = kA != 0 ? cntA + (c_first ? 1 : 0) : kNone;
-      const int posC = kC != 0 ? cntC + (c_first ? 0 : 1) : kNone;
-      // Shift: new entry g is A, C, or old entry g + 1 - (entries inserted before g).
-      uint32_t nk[RPL], nm[RPL];
+      const float nhk = keep_second ? sk : kX;
+      const uint32_t nhm = keep_second ? sm : mX;
 #pragma unroll
       for (int j = 0; j < RPL; ++j) {
-        nk[j] = key[j];
-        nm[j] = meta[j];
-        if (j > 0 && 32 * j > count)
-          continue; // stays empty
+        if (j > 0 && 32 * j > count + 1)
+          continue; // beyond the frontier: stays empty
         const int g = 32 * j + lane;
-        const int src = g + 1 - (posA < g ? 1 : 0) - (posC < g ? 1 : 0);
-        const int sl = src & 31, sj = src >> 5;
-        uint32_t fk = __shfl_sync(0xFFFFFFFFu, key[j], sl);
-        uint32_t fm = __shfl_sync(0xFFFFFFFFu, meta[j], sl);
-        if (j + 1 < RPL) {
-          const uint32_t uk = __shfl_sync(0xFFFFFFFFu, key[j + 1 < RPL ? j + 1 : j], sl);
-          const uint32_t um = __shfl_sync(0xFFFFFFFFu, meta[j + 1 < RPL ? j + 1 : j], sl);
-          if (sj == j + 1) {
-            fk = uk;
-            fm = um;
-          }
-        }
-        if (j > 0) {
-          const uint32_t dk = __shfl_sync(0xFFFFFFFFu, key[j > 0 ? j - 1 : 0], sl);
-          const uint32_t dm = __shfl_sync(0xFFFFFFFFu, meta[j > 0 ? j - 1 : 0], sl);
-          if (sj == j - 1) {
-            fk = dk;
-            fm = dm;
-          }
-        }
-        if (sj >= RPL) {
-          fk = 0;
-          fm = 0;
-        }
-        nk[j] = g == posA ? kA : g == posC ? kC : fk;
-        nm[j] = g == posA ? mA : g == posC ? mC : fm;
-      }
-#pragma unroll
-      for (int j = 0; j < RPL; ++j) {
-        key[j] = nk[j];
-        meta[j] = nm[j];
+        const bool is_x = bx_g[j] && !bx_n[j], is_y = g >= 1 && by_p[j] && !by_g[j];
+        // Old entry g + 1, g or g - 1 for 0, 1 or 2 insertions before g (!bx_g, !by_p).
+        const float fk = bx_g[j] ? (by_p[j] ? dn[j] : key[j]) : (by_p[j] ? key[j] : up[j]);
+        const uint32_t fm = bx_g[j] ? (by_p[j] ? dnm[j] : meta[j]) : (by_p[j] ? meta[j] : upm[j]);
+        key[j] = is_x ? kX : is_y ? kY : fk;
+        meta[j] = is_x ? mX : is_y ? mY : fm;
       }
       sk = __shfl_sync(0xFFFFFFFFu, key[0], 1);
       sm = __shfl_sync(0xFFFFFFFFu, meta[0], 1);
@@ -329,27 +361,28 @@ __global__ void __launch_bounds__(kThreads) ddtree_kernel(BuildArgs a) {
     if (lane == 0)
       s_count = count;
   }
-  for (int i = tid; i < n; i += kThreads) {
-    t_first[i] = -1;
-    t_next[i] = -1;
-  }
   __syncthreads();
   const int count = s_count;
   SPECBENCH_PHASE(3, count); // the nodes are chosen
   // Children lists in index order (link_children): children are popped in rank order, so a
-  // rank-0 node is its parent's first child and a rank-r node its rank r-1 sibling's next.
+  // rank-0 node is its parent's first child and a rank-r node its rank r-1 sibling's next. Small
+  // budgets carry each node's parent in its record.
   for (int i = 1 + tid; i < count; i += kThreads) {
-    const uint32_t m = t_meta[i];
-    (meta_rank(m) == 0 ? t_first : t_next)[meta_gen(m)] = i;
+    const uint32_t m = t_node[i].x;
+    (M::rank(m) == 0 ? t_first : t_next)[M::gen(m)] = i;
+    if (SMALL)
+      t_parent[i] = M::parent(m);
   }
   if (tid == 0)
     t_parent[0] = -1;
   __syncthreads();
-  // Parents: every node hands itself to its children by walking their sibling list.
-  for (int p = tid; p < count; p += kThreads)
-    for (int c = t_first[p]; c >= 0; c = t_next[c])
-      t_parent[c] = p;
-  __syncthreads();
+  if (!SMALL) {
+    // Parents: every node hands itself to its children by walking their sibling list.
+    for (int p = tid; p < count; p += kThreads)
+      for (int c = t_first[p]; c >= 0; c = t_next[c])
+        t_parent[c] = p;
+    __syncthreads();
+  }
   SPECBENCH_PHASE(4, 0); // links and parents
   const int64_t ob = static_cast<int64_t>(b) * n;
   const DdtreeOutputs& o = a.out;
@@ -357,8 +390,9 @@ __global__ void __launch_bounds__(kThreads) ddtree_kernel(BuildArgs a) {
     o.node_count[b] = count;
   for (int i = tid; i < n; i += kThreads) {
     const bool real = i < count;
-    const uint32_t m = real ? t_meta[i] : 0u;
-    const int d = real ? meta_depth(m) : -1;
+    const uint2 rec = real ? t_node[i] : make_uint2(0u, 0u);
+    const uint32_t m = rec.x;
+    const int d = real ? M::depth(m) : -1;
     if (o.parents)
       o.parents[ob + i] = real ? t_parent[i] : -1;
     if (o.depths)
@@ -366,7 +400,7 @@ __global__ void __launch_bounds__(kThreads) ddtree_kernel(BuildArgs a) {
     if (o.positions)
       o.positions[ob + i] = real ? seq + d : -1;
     if (o.scores)
-      o.scores[ob + i] = real ? t_score[i] : -INFINITY;
+      o.scores[ob + i] = real ? __uint_as_float(rec.y) : -INFINITY;
     if (o.first_child)
       o.first_child[ob + i] = real ? t_first[i] : -1;
     if (o.next_sibling)
@@ -376,17 +410,16 @@ __global__ void __launch_bounds__(kThreads) ddtree_kernel(BuildArgs a) {
       if (i == 0)
         t = root_token;
       else if (real)
-        t = CACHED ? idc[(d - 1) * kc + meta_rank(m)]
-                   : gid[static_cast<int64_t>(d - 1) * k + meta_rank(m)];
+        t = CACHED ? idc[(d - 1) * kc + M::rank(m)]
+                   : gid[static_cast<int64_t>(d - 1) * k + M::rank(m)];
       o.tokens[ob + i] = t;
     }
   }
   SPECBENCH_PHASE(5, 0); // node outputs written
   if (o.mask == nullptr && o.mask_packed == nullptr)
     return;
-  const int W = a.lay.words;
   if (a.lay.rows_in_smem)
-    write_masks(reinterpret_cast<uint32_t*>(smem + a.lay.off_rows), t_parent, n, W, count, o, ob);
+    write_masks(rows, t_parent, n, W, count, o, ob);
   else
     write_masks(o.mask_packed + ob * W, t_parent, n, W, count, o, ob);
   SPECBENCH_PHASE(6, 0); // masks written
@@ -470,12 +503,14 @@ __device__ __forceinline__ void write_masks(uint32_t* rows, const int32_t* t_par
 using KernelFn = void (*)(BuildArgs);
 
 template <bool CACHED> KernelFn pick_kernel(int budget) {
-  // The list holds 32 * RPL >= (budget + 1) / 2 entries (see the top of this file).
-  return budget <= 64    ? ddtree_kernel<1, CACHED>
-         : budget <= 128 ? ddtree_kernel<2, CACHED>
-         : budget <= 256 ? ddtree_kernel<4, CACHED>
-         : budget <= 512 ? ddtree_kernel<8, CACHED>
-                         : ddtree_kernel<16, CACHED>;
+  // The list holds 32 * RPL >= (budget + 1) / 2 entries (see the top of this file); budgets below
+  // 128 carry parents in the candidates' 8-bit fields.
+  return budget <= 64    ? ddtree_kernel<1, CACHED, true>
+         : budget < 128  ? ddtree_kernel<2, CACHED, true>
+         : budget <= 128 ? ddtree_kernel<2, CACHED, false>
+         : budget <= 256 ? ddtree_kernel<4, CACHED, false>
+         : budget <= 512 ? ddtree_kernel<8, CACHED, false>
+                         : ddtree_kernel<16, CACHED, false>;
 }
 
 } // namespace
