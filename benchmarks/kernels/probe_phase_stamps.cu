@@ -4,7 +4,8 @@
 // reducing block also when every slot is drained and when the outputs are written. Each case runs
 // cold (inputs rotated through 2.5x the L2) in a CUDA graph, like bench_kernels; the stamps of a
 // graph's last call are read back after each of 20 replays, and the medians over the replays are
-// printed, next to the same for a read-once kernel over the same bytes.
+// printed, next to the same for a read-once kernel over the same bytes and for that kernel with its
+// loads arranged as each verifier arranges them (read_pattern_stamped).
 //   build/benchmarks/kernels/probe_phase_stamps
 #include "baseline_kernels.hpp"
 #include "specbench/kernels.hpp"
@@ -40,23 +41,9 @@ __device__ __forceinline__ uint64_t now_ns() {
   return t;
 }
 
-// The benchmark's read-once kernel with the same three stamps (start, elements in, stored).
-__global__ void read_once_stamped(const float4* a, int64_t n4, float* out, uint64_t* stamps) {
-  const uint64_t t0 = now_ns();
-  float acc = 0.0f;
-  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n4;
-       i += 4 * stride) {
-    float4 v[4];
-#pragma unroll
-    for (int u = 0; u < 4; ++u) {
-      const int64_t j = i + u * stride;
-      v[u] = j < n4 ? __ldcs(a + j) : make_float4(0, 0, 0, 0);
-    }
-#pragma unroll
-    for (int u = 0; u < 4; ++u)
-      acc += v[u].x + v[u].y + v[u].z + v[u].w;
-  }
+// The end of both read kernels below: the block's sum into out[block] (so that the loads cannot
+// be dropped) and the three stamps (start, elements in, stored).
+__device__ void finish_read(float acc, uint64_t t0, float* out, uint64_t* stamps) {
   if (acc == 1234.5f)
     __trap();
   const uint64_t t2 = now_ns();
@@ -79,6 +66,54 @@ __global__ void read_once_stamped(const float4* a, int64_t n4, float* out, uint6
     r[2] = t2;
     r[3] = now_ns();
   }
+}
+
+// The benchmark's read-once kernel with the same three stamps (start, elements in, stored).
+__global__ void read_once_stamped(const float4* a, int64_t n4, float* out, uint64_t* stamps) {
+  const uint64_t t0 = now_ns();
+  float acc = 0.0f;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n4;
+       i += 4 * stride) {
+    float4 v[4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      const int64_t j = i + u * stride;
+      v[u] = j < n4 ? __ldcs(a + j) : make_float4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int u = 0; u < 4; ++u)
+      acc += v[u].x + v[u].y + v[u].z + v[u].w;
+  }
+  finish_read(acc, t0, out, stamps);
+}
+
+// The same read with the loads of each thread placed as the verifiers place them, to test
+// whether the layout explains their later arrival. Mode 0: grid-stride (the read-once kernel).
+// Mode 1: a block's loads adjacent (fused greedy: thread t's load u at block * 256 U + 256 u + t).
+// Mode 2: a warp's loads adjacent (sampling segments: warp w's load u covers 512 bytes at
+// block * 256 U + w * 32 U + 32 u). U loads per thread; the grid covers n4 exactly once.
+template <int MODE, int U>
+__global__ void read_pattern_stamped(const float4* a, int64_t n4, float* out, uint64_t* stamps) {
+  const uint64_t t0 = now_ns();
+  const int64_t b = blockIdx.x, t = threadIdx.x, w = t >> 5, l = t & 31;
+  float acc = 0.0f;
+  float4 v[U];
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    int64_t j;
+    if (MODE == 0)
+      j = b * 256 + t + static_cast<int64_t>(u) * gridDim.x * 256;
+    else if (MODE == 1)
+      j = b * 256 * U + 256 * u + t;
+    else
+      j = b * 256 * U + w * 32 * U + 32 * u + l;
+    v[u] = j < n4 ? __ldcs(a + j) : make_float4(0, 0, 0, 0);
+  }
+#pragma unroll
+  for (int u = 0; u < U; ++u)
+    acc += v[u].x + v[u].y + v[u].z + v[u].w;
+  finish_read(acc, t0, out, stamps);
 }
 
 struct DevMem {
@@ -349,6 +384,29 @@ int main() {
                          return cudaGetLastError() == cudaSuccess;
                        }});
       rot.push_back(R);
+      // The layouts of the verifiers on the same bytes: 4 and 8 loads per thread.
+      const std::string kb = std::to_string(floats * 4 / 1000) + " kB";
+      const unsigned g4 = static_cast<unsigned>((n4 + 1023) / 1024);
+      const unsigned g8 = static_cast<unsigned>((n4 + 2047) / 2048);
+      auto add = [&](const std::string& name, unsigned grid, auto kernel) {
+        cases.push_back({name + " " + kb + " (" + std::to_string(grid) + " blocks)", floats * 4,
+                         false, [=](int i, cudaStream_t s) {
+                           kernel<<<grid, 256, 0, s>>>(reinterpret_cast<const float4*>(x[i % R]),
+                                                       n4, ro, st);
+                           return cudaGetLastError() == cudaSuccess;
+                         }});
+        rot.push_back(R);
+      };
+      add("pattern grid-stride x4", g4, read_pattern_stamped<0, 4>);
+      add("pattern block-adjacent x4", g4, read_pattern_stamped<1, 4>);
+      add("pattern warp-adjacent x4", g4, read_pattern_stamped<2, 4>);
+      // Fused greedy's geometry at 1 x 16: about 400 blocks of three loads per thread.
+      const unsigned g3 = static_cast<unsigned>((n4 + 767) / 768);
+      add("pattern grid-stride x3", g3, read_pattern_stamped<0, 3>);
+      add("pattern block-adjacent x3", g3, read_pattern_stamped<1, 3>);
+      add("pattern grid-stride x8", g8, read_pattern_stamped<0, 8>);
+      add("pattern block-adjacent x8", g8, read_pattern_stamped<1, 8>);
+      add("pattern warp-adjacent x8", g8, read_pattern_stamped<2, 8>);
     }
   }
   {
