@@ -136,8 +136,7 @@ __device__ __forceinline__ uint64_t warp_drain_slots_max(uint64_t* slots, int co
   uint64_t m = 0;
   for (int j = lane; j < count; j += 64) {
     const bool two = j + 32 < count;
-    // The own slot is read too (it is empty) and replaced: unconditional loads keep the loop as
-    // lean as without it (a conditional load cost 10 registers in every block of the pass).
+    // The own slot is read too (it is empty, never written) and its value replaced.
     uint64_t v0 = load_slot(slots + j);
     uint64_t v1 = two ? load_slot(slots + j + 32) : 1ull;
     if (j == own)
