@@ -146,8 +146,8 @@ __global__ void __launch_bounds__(kThreads) fused_greedy_kernel(const FusedArgs<
         a.target_out[off + r] = packed_index(m);
     }
   };
-  if (splits <= 32) { // small batches (19 to 32 splits): two rows per L2 round trip
-#pragma unroll 1      // one pair in flight per warp: unrolling would cost registers in every block
+  if (splits <= 32) { // up to 32 slots per row: two rows per L2 round trip
+#pragma unroll 1      // one pair of rows in flight per warp
     for (int rr = warp; rr < nodes; rr += 2 * kWarps) {
       const int ra = node_of(rr);
       const bool has_b = rr + kWarps < nodes;
