@@ -11,6 +11,7 @@
 #include <cuda/atomic>
 #include <cuda_runtime.h>
 #include <string>
+#include <type_traits>
 
 namespace specbench::kernels::detail {
 
@@ -124,21 +125,34 @@ __device__ __forceinline__ uint64_t load_slot(uint64_t* slot) {
       cuda::memory_order_relaxed);
 }
 
+/// Does nothing: the default for the drains' `in_flight` step.
+struct NoStep {
+  __device__ void operator()() const {}
+};
+
 /// Max of one row's `count` slots, by a whole warp: waits until each slot is written (non-zero),
 /// empties it for the next call, and returns the max in every lane. Two loads per lane are in
 /// flight before any is used: one L2 round trip for up to 64 slots. Slot `own` (-1: none) is the
 /// calling block's own partial, `own_key`, which it never stored: reading it back would cost a
 /// store and a load round trip through L2, and the block that reduces is usually the last to
-/// store.
+/// store. `in_flight()` runs once, after the first loads are issued and before any is used, so
+/// that work which needs no slot (the walk's preparation) overlaps their round trip.
+template <class Step = NoStep>
 __device__ __forceinline__ uint64_t warp_drain_slots_max(uint64_t* slots, int count, int own = -1,
-                                                         uint64_t own_key = 0) {
+                                                         uint64_t own_key = 0,
+                                                         Step in_flight = {}) {
   const int lane = threadIdx.x & 31;
   uint64_t m = 0;
-  for (int j = lane; j < count; j += 64) {
-    const bool two = j + 32 < count;
+  // Without a step, lanes past `count` skip the loop; with one, the first round runs in every
+  // lane (the step may use the whole warp) and lanes without a slot read nothing.
+  constexpr bool kStep = !std::is_same_v<Step, NoStep>;
+  for (int j = lane; j < count || (kStep && j == lane); j += 64) {
+    const bool in = !kStep || j < count, two = j + 32 < count;
     // The own slot is read too (it is empty, never written) and its value replaced.
-    uint64_t v0 = load_slot(slots + j);
+    uint64_t v0 = in ? load_slot(slots + j) : 1ull;
     uint64_t v1 = two ? load_slot(slots + j + 32) : 1ull;
+    if (kStep && j == lane) // the first round
+      in_flight();
     if (j == own)
       v0 = own_key;
     if (j + 32 == own)
@@ -147,25 +161,28 @@ __device__ __forceinline__ uint64_t warp_drain_slots_max(uint64_t* slots, int co
       v0 = load_slot(slots + j);
     while (v1 == 0)
       v1 = load_slot(slots + j + 32);
-    store_slot(slots + j, 0);
+    if (in)
+      store_slot(slots + j, 0);
     if (two)
       store_slot(slots + j + 32, 0);
-    m = max(m, max(v0, v1));
+    m = max(m, max(in ? v0 : uint64_t{0}, two ? v1 : uint64_t{0}));
   }
   return warp_max_packed(m);
 }
 
 /// warp_drain_slots_max for two rows `a` and `b` (b may be nullptr) of `count` <= 32 slots each,
 /// with both rows' loads in flight at once: one L2 round trip for both instead of one after the
-/// other. `own_a` and `own_b` are each row's slot holding `own_key` (-1: none), as above. Sets
-/// each row's max in every lane.
+/// other. `own_a` and `own_b` are each row's slot holding `own_key` (-1: none), as above, and
+/// `in_flight()` runs while the loads are in flight. Sets each row's max in every lane.
+template <class Step = NoStep>
 __device__ __forceinline__ void warp_drain_two_rows(uint64_t* a, int own_a, uint64_t* b, int own_b,
                                                     int count, uint64_t own_key, uint64_t& max_a,
-                                                    uint64_t& max_b) {
+                                                    uint64_t& max_b, Step in_flight = {}) {
   const int lane = threadIdx.x & 31;
   const bool in = lane < count, in_b = in && b != nullptr;
   uint64_t va = in ? load_slot(a + lane) : 0ull;
   uint64_t vb = in_b ? load_slot(b + lane) : 0ull;
+  in_flight();
   if (lane == own_a)
     va = own_key;
   if (lane == own_b)
@@ -316,6 +333,78 @@ __device__ inline void warp_walk_tree(const int32_t* parents_s, const int32_t* t
   len = __shfl_sync(0xFFFFFFFFu, len, 0);
   for (int i = len + 1 + lane; i < n; i += 32)
     path_row[i] = -1;
+}
+
+/// The greedy walk of a tree of at most 32 nodes by one warp (lane i holds node i), in two parts:
+/// prepare() needs only the tree, so the reducing block runs it while its slot loads are in
+/// flight; finish() needs the target tokens and is a handful of votes. Same verdicts as
+/// warp_walk_tree: a node is accepted when it and every ancestor below the root match their
+/// parent's target token as the first such child, and its chain reaches the root.
+struct SmallTreeWalk {
+  int32_t parent = -1, token = 0;
+  unsigned siblings = 0; // lanes whose parent is this lane's parent
+  unsigned chain = 0;    // the nodes from this one up to the root, the root left out
+  bool linked = false;   // the parent is a valid index (not the node itself)
+  bool reaches = false;  // the chain of parents ends at the root
+
+  /// Every lane of the warp calls it. `parent_in` and `token_in` are node `lane`'s (ignored when
+  /// lane >= n); `is_chain` makes node i's parent i - 1.
+  __device__ __forceinline__ void prepare(int n, bool is_chain, int32_t parent_in,
+                                          int32_t token_in) {
+    const int lane = threadIdx.x & 31;
+    parent = lane < n ? (is_chain ? lane - 1 : parent_in) : -1;
+    token = token_in;
+    linked = lane > 0 && lane < n && parent >= 0 && parent < n && parent != lane;
+    siblings = __match_any_sync(0xFFFFFFFFu, parent);
+    // Pointer jumping over the parents: after round r, `chain` holds 2^r nodes of the chain and
+    // `up` the 2^r-th ancestor. The root and unlinked nodes point at themselves with an empty
+    // chain, so a chain through an unlinked node (or a cycle) never reaches the root.
+    unsigned c = linked ? 1u << lane : 0u;
+    int up = linked ? parent : lane;
+    for (int span = 1; span < n; span <<= 1) {
+      c |= __shfl_sync(0xFFFFFFFFu, c, up);
+      up = __shfl_sync(0xFFFFFFFFu, up, up);
+    }
+    chain = c;
+    reaches = up == 0;
+  }
+
+  /// The walk once `target_s[i]` (node i's target token, shared memory) is known. Writes the
+  /// path, the accepted count and the bonus token of request `b`, as warp_walk_tree does.
+  __device__ __forceinline__ void finish(const int32_t* target_s, int n, int32_t* accept_path,
+                                         int32_t* accepted, int32_t* bonus, int b) const {
+    const int lane = threadIdx.x & 31;
+    const int32_t own_target = lane < n ? target_s[lane] : 0;
+    const int32_t parent_target = linked ? target_s[parent] : 0;
+    const bool match = linked && token == parent_target;
+    const unsigned matching = __ballot_sync(0xFFFFFFFFu, match);
+    const bool first = match && __ffs(matching & siblings) - 1 == lane;
+    const unsigned firsts = __ballot_sync(0xFFFFFFFFu, first);
+    // On the path: the root, or every node of the chain is a first matching child.
+    const bool on_path = lane == 0 || (reaches && (chain & ~firsts) == 0);
+    const int depth = __popc(chain);
+    const unsigned path = __ballot_sync(0xFFFFFFFFu, on_path && lane < n);
+    const int len = __popc(path) - 1; // the path is one chain from the root
+    const unsigned last = __ballot_sync(0xFFFFFFFFu, on_path && lane < n && depth == len);
+    const int32_t bonus_token = __shfl_sync(0xFFFFFFFFu, own_target, __ffs(last) - 1);
+    int32_t* path_row = accept_path + static_cast<int64_t>(b) * n;
+    if (on_path && lane < n) // positions 0..len, one writer each
+      path_row[depth] = lane;
+    if (lane > len && lane < n) // the rest of the row
+      path_row[lane] = -1;
+    if (lane == 0) {
+      accepted[b] = len;
+      bonus[b] = bonus_token;
+    }
+  }
+};
+
+/// Asks L2 to fetch the line holding `p` (no register waits for it). Small arrays that only the
+/// reducing block reads (the request's tree, its draft tokens) are prefetched by blocks that
+/// start early, so that the reducing block finds them in L2 instead of memory: the call's stream
+/// of logits has usually pushed them out.
+__device__ __forceinline__ void prefetch_l2(const void* p) {
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
 }
 
 } // namespace specbench::kernels::detail

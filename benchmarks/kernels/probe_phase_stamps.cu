@@ -245,6 +245,9 @@ void run_case(const Case& c, uint64_t* stamps, std::size_t max_records, int R) {
         m["last: stored"].push_back((r[3] - t0) / 1e3);
         m["last: drained"].push_back((L[2] - t0) / 1e3);
         m["last: end"].push_back((L[3] - t0) / 1e3);
+        for (int j = 4; j < 8; ++j) // the kernels' own extra stamps (see their sources)
+          if (L[j] != 0)
+            m["last: stamp " + std::to_string(j)].push_back((L[j] - t0) / 1e3);
         m["last: block index / blocks"].push_back(static_cast<double>(lb) / blocks);
         end = std::max(end, L[3]);
         all.insert(all.end(), {L[2], L[3]});
