@@ -152,19 +152,37 @@ __device__ __forceinline__ uint64_t race_segments(const float* p, const float* q
                                                   int64_t vocab, int64_t first, int64_t end,
                                                   int64_t step, uint64_t seed, uint64_t offset,
                                                   uint32_t row) {
-  uint64_t best = 0;
-  float u = 0.0f;
-  for (int64_t seg = first; seg < end; seg += step) {
-    float w[32];
-    load_segment<kVec>(p, q, residual, seg * kSeg, vocab, w);
-    // The coins do not depend on the loads: their arithmetic runs while the loads are in flight.
-    if (seg == first)
-      u = specbench::detail::philox_uniform(seed, offset, row, kTagDraw);
+  if (first >= end)
+    return 0;
+  // The first segment is peeled so that the row's draw coin, which every segment uses, is
+  // computed after that segment's loads are issued: inside the loop the compiler hoists it above
+  // them (about 90 instructions of Philox before each warp's first load, and behind a load of the
+  // seed when it comes from device memory).
+  float w[32];
+  load_segment<kVec>(p, q, residual, first * kSeg, vocab, w);
+  const float u = specbench::detail::philox_uniform(seed, offset, row, kTagDraw);
+  const auto race = [&](int64_t seg) {
+    // The race coin does not depend on the loads either: it runs while they are in flight.
     const float c = specbench::detail::philox_open_uniform(seed, offset, row,
                                                            kTagRace0 + static_cast<uint32_t>(seg));
-    best = max(best, segment_entry(w, u, -logf(c), seg * kSeg));
+    return segment_entry(w, u, -logf(c), seg * kSeg);
+  };
+  uint64_t best = race(first);
+  for (int64_t seg = first + step; seg < end; seg += step) {
+    load_segment<kVec>(p, q, residual, seg * kSeg, vocab, w);
+    best = max(best, race(seg));
   }
   return best;
+}
+
+/// race_segments over a whole row of p, out of line: only the chain's rare fallback runs it, and
+/// inlined it would put its kilobytes of code into the reducing block's tail, between the drain
+/// and the outputs.
+template <bool kVec>
+__device__ __noinline__ uint64_t race_row(const float* p, int64_t vocab, int64_t first, int64_t end,
+                                          int64_t step, uint64_t seed, uint64_t offset,
+                                          uint32_t row) {
+  return race_segments<kVec>(p, nullptr, false, vocab, first, end, step, seed, offset, row);
 }
 
 template <int kMode, bool kVec>
@@ -203,6 +221,7 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingArgs a) {
   SPECBENCH_PHASE(2, mine); // warp 0's segments are raced
   __shared__ uint64_t red[kWarps];
   __shared__ bool is_last;
+  SPECBENCH_PHASE_WARPS_INIT();
   const uint64_t best = block_max_packed(mine, red);
   if (tid == 0) {
     store_slot(&a.slots[grow * a.splits + split], best); // non-zero: the split has a segment
@@ -212,6 +231,7 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingArgs a) {
   __syncthreads();
   if (!is_last)
     return;
+  SPECBENCH_PHASE_LAST_DEP(4, b, best); // the reducing block knows it reduces
 
   // This block started last for request b: every other block of the request is running or done.
   extern __shared__ __align__(16) int32_t smem[];
@@ -256,6 +276,8 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingArgs a) {
   } else if (warp >= poll0) {
     for (int r = warp - poll0; r < n; r += warps - poll0) {
       const uint64_t m = warp_drain_slots_max(a.slots + (row0 + r) * a.splits, a.splits);
+      if (r == 0)
+        SPECBENCH_PHASE_LAST_DEP(6, b, m); // warp 0's row is drained
       if (lane == 0) {
         const int t = entry_token(m);
         tgt[r] = t;
@@ -272,6 +294,7 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingArgs a) {
       bool reject = false;
       if (j < k) {
         const int32_t d = a.tokens[static_cast<int64_t>(b) * k + j];
+        tok[j] = d; // for the outputs: no second load after the barrier
         const bool ok = d >= 0 && d < a.vocab;
         const float pp = ok ? __ldcg(a.target + (row0 + j) * a.vocab + d) : 0.0f;
         const float qq =
@@ -290,8 +313,10 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingArgs a) {
   }
   if (kMode == kTree)
     tree.store(par, tok, a.parents, a.tokens, row0, n);
+  SPECBENCH_PHASE_WARP_DONE(0); // this warp's rows are drained
   __syncthreads();
-  SPECBENCH_PHASE_LAST(2, b); // every slot of the request is drained
+  SPECBENCH_PHASE_LAST(2, b);       // every slot of the request is drained
+  SPECBENCH_PHASE_LAST_WARPS(7, b); // the last warp's rows were drained
 
   if (kMode == kTree) {
     if (warp == 0)
@@ -303,9 +328,8 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingArgs a) {
     if (t < 0 && pos < k) {
       // Rare: p <= q everywhere on row pos, so max(p - q, 0) has no mass and the token is drawn
       // from p with the same coins. The whole block races p's row again.
-      const uint64_t e =
-          race_segments<kVec>(a.target + (row0 + pos) * a.vocab, nullptr, false, a.vocab, warp,
-                              a.segs, warps, seed, offset, static_cast<uint32_t>(row0 + pos));
+      const uint64_t e = race_row<kVec>(a.target + (row0 + pos) * a.vocab, a.vocab, warp, a.segs,
+                                        warps, seed, offset, static_cast<uint32_t>(row0 + pos));
       const uint64_t m = block_max_packed(e, red);
       if (tid == 0)
         fallback_token = entry_token(m);
@@ -314,8 +338,8 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingArgs a) {
     }
     if (warp == 0) {
       int32_t* out = a.out_tokens + row0;
-      for (int j = lane; j < n; j += 32)
-        out[j] = j < pos ? a.tokens[static_cast<int64_t>(b) * k + j] : (j == pos ? t : -1);
+      for (int j = lane; j < n; j += 32) // drafts before pos were loaded by the tests
+        out[j] = j < pos ? tok[j] : (j == pos ? t : -1);
       if (lane == 0)
         a.accepted[b] = pos;
     }

@@ -349,7 +349,9 @@ void BM_ddtree(benchmark::State& st, int batch, int budget, int depth, int kk, b
 
 // ---- sampling verification --------------------------------------------------------------------
 
-void BM_tree_sampling(benchmark::State& st, int batch, int n, bool cold) {
+// `device_seed`: the seed and offset come from device memory (PhiloxArgs::device_seed_offset), as
+// in a CUDA graph whose random state advances on the device.
+void BM_tree_sampling(benchmark::State& st, int batch, int n, bool cold, bool device_seed = false) {
   const int64_t rows = int64_t(batch) * n;
   const std::size_t bytes = rows * kVocab * 4;
   const int R = rotation(bytes, cold);
@@ -368,16 +370,19 @@ void BM_tree_sampling(benchmark::State& st, int batch, int n, bool cold) {
     bb::plant_f32(probs.back()->as<float>(), rows, kVocab, plant.as<int32_t>(), nullptr);
   }
   const std::size_t wsb = k::verify_sampling_workspace_bytes(batch, n, kVocab);
-  DevMem ws(wsb);
+  DevMem ws(wsb), seed(2 * sizeof(uint64_t));
+  upload(seed, std::vector<uint64_t>{1, 0});
   (void)k::clear_workspace(ws.p, wsb, nullptr);
   cudaDeviceSynchronize();
   time_graph(
       st, cold ? R : 20,
       [&](int i, cudaStream_t s) {
+        const k::PhiloxArgs rng =
+            device_seed ? k::PhiloxArgs{0, 0, seed.as<uint64_t>()} : k::PhiloxArgs{1, uint64_t(i)};
         return k::verify_tree_sampling(probs[i % R]->as<float>(), par.as<int32_t>(),
-                                       tok.as<int32_t>(), batch, n, kVocab,
-                                       k::PhiloxArgs{1, uint64_t(i)}, nullptr, path.as<int32_t>(),
-                                       acc.as<int32_t>(), bon.as<int32_t>(), ws.p, wsb, s)
+                                       tok.as<int32_t>(), batch, n, kVocab, rng, nullptr,
+                                       path.as<int32_t>(), acc.as<int32_t>(), bon.as<int32_t>(),
+                                       ws.p, wsb, s)
             .is_ok();
       },
       static_cast<double>(bytes));
@@ -555,6 +560,10 @@ int main(int argc, char** argv) {
     reg(
         "tree_sampling_fp32" + sz + "/cold",
         [=](benchmark::State& s) { BM_tree_sampling(s, b, n, true); }, 20);
+    if (b == 1)
+      reg(
+          "tree_sampling_fp32" + sz + "/cold/device_seed",
+          [=](benchmark::State& s) { BM_tree_sampling(s, b, n, true, true); }, 20);
     const std::size_t fa = std::size_t(b) * n * kVocab;
     reg(
         "read_once_fp32/tree" + sz + "/cold",
