@@ -399,10 +399,8 @@ struct SmallTreeWalk {
   }
 };
 
-/// Asks L2 to fetch the line holding `p` (no register waits for it). Small arrays that only the
-/// reducing block reads (the request's tree, its draft tokens) are prefetched by blocks that
-/// start early, so that the reducing block finds them in L2 instead of memory: the call's stream
-/// of logits has usually pushed them out.
+/// Asks L2 to fetch the line holding `p` (no register waits for it): a block that finishes early
+/// uses it for small arrays that only the reducing block reads later (the request's tree).
 __device__ __forceinline__ void prefetch_l2(const void* p) {
   asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
 }
