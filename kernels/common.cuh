@@ -374,8 +374,16 @@ struct SmallTreeWalk {
   __device__ __forceinline__ void finish(const int32_t* target_s, int n, int32_t* accept_path,
                                          int32_t* accepted, int32_t* bonus, int b) const {
     const int lane = threadIdx.x & 31;
-    const int32_t own_target = lane < n ? target_s[lane] : 0;
-    const int32_t parent_target = linked ? target_s[parent] : 0;
+    finish(lane < n ? target_s[lane] : 0, n, accept_path, accepted, bonus, b);
+  }
+
+  /// The same with node `lane`'s target token in a register (`own_target`, any value when
+  /// lane >= n): the parent's comes by shuffle.
+  __device__ __forceinline__ void finish(int32_t own_target, int n, int32_t* accept_path,
+                                         int32_t* accepted, int32_t* bonus, int b) const {
+    const int lane = threadIdx.x & 31;
+    const int32_t from_parent = __shfl_sync(0xFFFFFFFFu, own_target, linked ? parent : lane);
+    const int32_t parent_target = linked ? from_parent : 0;
     const bool match = linked && token == parent_target;
     const unsigned matching = __ballot_sync(0xFFFFFFFFu, match);
     const bool first = match && __ffs(matching & siblings) - 1 == lane;

@@ -11,7 +11,9 @@
 // 0.4 us of a 4 us call). The reducing block keeps its own partial in shared memory instead of
 // storing it and reading it back through L2 (it is usually the last partial of all), drains two
 // rows per warp per L2 round trip, and zeroes the slots and the counter again, so the workspace
-// is ready for the next call and for graph replays.
+// is ready for the next call and for graph replays. For a small request (a tree of at most 32
+// nodes whose slots fit seven per thread of two warps) the tail is leaner: warp 0 only prepares
+// the walk, warps 1 and 2 drain every slot at once, and the other warps leave.
 #include "common.cuh"
 #include "phase_stamps.cuh"
 #include "vector_first_max.cuh"
@@ -137,6 +139,78 @@ __global__ void __launch_bounds__(kThreads) fused_greedy_kernel(const FusedArgs<
   if (!is_last)
     return;
   SPECBENCH_PHASE_LAST_DEP(4, b, key); // the reducing block knows it reduces
+
+  // A small request's tail in warps 0 to 2 alone, with no full block barrier: warp 0 loads the
+  // tree and prepares the walk; thread t < 64 of warps 1 and 2 takes node t % P (P: nodes
+  // rounded up to a power of two) and every (64 / P)-th of its slots, all in flight at once, so
+  // that no poll waits behind the preparation; shuffles, then one 96-thread barrier, combine a
+  // node's threads. The other warps leave.
+  constexpr int kLeanLoads = 7; // more would raise the kernel above 48 registers
+  const int pw = nodes <= 1 ? 1 : 1 << (32 - __clz(nodes - 1));
+  if (small_tree && (splits * pw + 63) / 64 <= kLeanLoads) {
+    if (tid >= 96)
+      return;
+    __shared__ uint64_t part_max[64]; // warps 1 and 2: the max per node of their slots
+    const int lane = tid & 31;
+    const int own_row = static_cast<int>(row - off);
+    SmallTreeWalk walk;
+    if (tid < 32) {
+      EarlyTree tree;
+      tree.load(a.parents, a.tokens, off, nodes);
+      walk.prepare(nodes, a.parents == nullptr, tree.parent, tree.token);
+      SPECBENCH_PHASE_LAST_DEP(5, b, walk.chain); // the walk is prepared
+    } else {
+      const int t = tid - 32;
+      const int r = t & (pw - 1), first_split = t / pw, groups = 64 / pw;
+      uint64_t* slots = a.partials + (off + r) * splits;
+      const auto in = [&](int k) {
+        const int sp = first_split + k * groups;
+        return r < nodes && sp < splits && !(r == own_row && sp == split);
+      };
+      uint64_t v[kLeanLoads];
+#pragma unroll
+      for (int k = 0; k < kLeanLoads; ++k)
+        v[k] = in(k) ? load_slot(slots + first_split + k * groups) : 1ull;
+      for (;;) { // blocks not done yet: poll them again together
+        bool missing = false;
+#pragma unroll
+        for (int k = 0; k < kLeanLoads; ++k)
+          missing |= v[k] == 0;
+        if (!missing)
+          break;
+#pragma unroll
+        for (int k = 0; k < kLeanLoads; ++k)
+          if (v[k] == 0)
+            v[k] = load_slot(slots + first_split + k * groups);
+      }
+      uint64_t m = 0;
+#pragma unroll
+      for (int k = 0; k < kLeanLoads; ++k)
+        if (in(k)) {
+          store_slot(slots + first_split + k * groups, 0);
+          m = max(m, v[k]);
+        }
+      for (int o = pw; o < 32; o <<= 1)
+        m = max(m, __shfl_xor_sync(0xFFFFFFFFu, m, o));
+      part_max[t] = m;
+    }
+    asm volatile("bar.sync 1, 96;" ::: "memory"); // warps 0 to 2 only
+    if (tid >= 32)
+      return;
+    SPECBENCH_PHASE_LAST(2, b);                            // every slot of the request is in
+    const uint64_t own = __shfl_sync(0xFFFFFFFFu, key, 0); // block_max_packed's result
+    uint64_t m = max(part_max[lane], part_max[32 + lane]);
+    if (lane == own_row)
+      m = max(m, own);
+    const int32_t target = packed_index(m);
+    if (a.target_out && lane < nodes)
+      a.target_out[off + lane] = target;
+    walk.finish(target, nodes, a.accept_path, a.accepted, a.bonus, b);
+    if (lane == 0)
+      a.counters[b] = 0;        // every block of the request has taken its ticket
+    SPECBENCH_PHASE_LAST(3, b); // the walk is written
+    return;
+  }
 
   // This block started last for request b: every other block of the request is running or done.
   // Only this block needs the tree; its loads are issued with the first polls. Warp 0 drains the
