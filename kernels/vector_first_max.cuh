@@ -12,16 +12,24 @@ namespace specbench::kernels::detail {
 template <typename T> struct Elem;
 template <> struct Elem<__nv_bfloat16> {
   static constexpr int kPerVec = 8;
-  // Largest of the 8 values (any of them when a NaN is among them) and whether one is NaN: a
-  // packed-bf16 max tree that lets NaN through, then one fp32 max of its two halves.
-  __device__ static float vec_max(const uint4& v, bool* nan) {
+  /// Largest of the 8 values as a float (NaN dropped unless every value is NaN), and the packed
+  /// bf16 NaN-propagating max folded into `nan_acc`, which is NaN at the end if any value was:
+  /// five packed instructions and a shift, where a NaN test per vector cost five more.
+  __device__ static float vec_max(const uint4& v, uint32_t& nan_acc) {
     const auto h = [](uint32_t w) { return *reinterpret_cast<const __nv_bfloat162*>(&w); };
+    const auto w32 = [](__nv_bfloat162 b) { return *reinterpret_cast<const uint32_t*>(&b); };
     const __nv_bfloat162 m = __hmax2_nan(__hmax2_nan(h(v.x), h(v.y)), __hmax2_nan(h(v.z), h(v.w)));
-    const uint32_t mw = *reinterpret_cast<const uint32_t*>(&m);
-    const float lo = __uint_as_float(mw << 16), hi = __uint_as_float(mw & 0xFFFF0000u);
-    *nan |= (lo != lo) | (hi != hi);
-    return fmaxf(lo, hi);
+    nan_acc = w32(__hmax2_nan(h(nan_acc), m));
+    // Both halves hold max(lo, hi) afterwards; the low half, shifted up, is the float.
+    const uint32_t mw = w32(m);
+    const uint32_t both = w32(__hmax2(m, h(__byte_perm(mw, 0, 0x1032))));
+    return __uint_as_float(both << 16);
   }
+  __device__ static bool has_nan(uint32_t nan_acc) {
+    const float lo = __uint_as_float(nan_acc << 16), hi = __uint_as_float(nan_acc & 0xFFFF0000u);
+    return (lo != lo) | (hi != hi);
+  }
+  static constexpr uint32_t kNanAccInit = 0xFF80FF80u; // -inf, -inf
   __device__ static float get(const uint4& v, int e) {
     const uint32_t w = (&v.x)[e >> 1];
     return __uint_as_float((e & 1) ? (w & 0xFFFF0000u) : (w << 16));
@@ -30,52 +38,72 @@ template <> struct Elem<__nv_bfloat16> {
 };
 template <> struct Elem<float> {
   static constexpr int kPerVec = 4;
-  __device__ static float vec_max(const uint4& v, bool* nan) {
+  /// Largest of the 4 values; `nan_acc` gains a set bit if one is NaN.
+  __device__ static float vec_max(const uint4& v, uint32_t& nan_acc) {
     const float a = __uint_as_float(v.x), b = __uint_as_float(v.y), c = __uint_as_float(v.z),
                 d = __uint_as_float(v.w);
-    *nan |= (a != a) | (b != b) | (c != c) | (d != d);
+    nan_acc |= (a != a) | (b != b) | (c != c) | (d != d);
     return fmaxf(fmaxf(a, b), fmaxf(c, d));
   }
+  __device__ static bool has_nan(uint32_t nan_acc) { return nan_acc != 0; }
+  static constexpr uint32_t kNanAccInit = 0;
   __device__ static float get(const uint4& v, int e) { return __uint_as_float((&v.x)[e]); }
   __device__ static float scalar(const float* p) { return *p; }
 };
 
-/// First maximum of one thread's vectors at x + first, x + first + step, ... (below `end`), with
-/// kUnroll 16-byte streaming loads in flight. Offsets are 32-bit (a block's chunk of one row):
-/// 64-bit bounds arithmetic would sit between a block's start and its first loads. Per vector its
-/// max comes first (a few instructions for 8 or 4 values), and the vector itself is kept only
-/// when that max beats the running one (strict >, so the earliest vector keeps a tie). The
-/// position inside the kept vector is found once, at the end: the first element equal to the max.
-/// Visiting vectors in increasing index order keeps torch's first maximum. Sets `best` and
-/// `best_idx` (the thread's first element when nothing beats -inf; unchanged when the thread has
-/// no element) and ORs any NaN into `nan`.
-template <typename T, int kUnroll>
+/// Thread's first maximum over the vectors at first, first + step, ... < end (element offsets
+/// from `x`, 16-byte aligned, `end` a multiple of the vector): `best` and `best_idx` (left alone
+/// when no vector is read), and `nan` set when a value is NaN (the caller then looks for the
+/// first NaN itself).
+/// `issued()` comes after the first kUnroll loads in program order: work that must not delay them
+/// (the request's ticket) goes there. Few instructions per vector and before the first load matter:
+/// every warp of the pass runs this, and at small sizes the SMs' issue slots, not the memory,
+/// were the limit (see docs/kernels.md, "instructions, not bytes").
+template <typename T, int kUnroll, class Issued>
 __device__ __forceinline__ void vector_first_max(const T* x, int first, int end, int step,
-                                                 float& best, int& best_idx, bool& nan) {
+                                                 float& best, int& best_idx, bool& nan,
+                                                 Issued&& issued) {
   using E = Elem<T>;
   constexpr int V = E::kPerVec;
   uint4 best_vec = make_uint4(0u, 0u, 0u, 0u);
   int best_base = -1;
+  uint32_t nan_acc = E::kNanAccInit;
   if (first < end)
     best_idx = first;
-  for (int base = first; base < end; base += kUnroll * step) {
+  if (end < V) {
+    issued();
+    return;
+  }
+  // Every batch loads kUnroll vectors at once. A load past the end reads the chunk's last vector
+  // instead, one 16-byte broadcast per warp: a second sight of a real element at its real index
+  // never changes the first maximum (a strict > keeps the earlier sight), so no branch or filler
+  // sits between the loads and their use, and the first batch needs no trip count.
+  const int last = end - V;
+  const auto batch = [&](int base, bool first_batch) {
     uint4 v[kUnroll];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u)
-      if (base + u * step < end)
-        v[u] = __ldcs(reinterpret_cast<const uint4*>(x + base + u * step));
+    int at[kUnroll];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
-      if (base + u * step < end) {
-        const float m = E::vec_max(v[u], &nan);
-        if (m > best) {
-          best = m;
-          best_vec = v[u];
-          best_base = base + u * step;
-        }
+      at[u] = min(base + u * step, last);
+      v[u] = __ldcs(reinterpret_cast<const uint4*>(x + at[u]));
+    }
+    if (first_batch)
+      issued();
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const float m = E::vec_max(v[u], nan_acc);
+      if (m > best) {
+        best = m;
+        best_vec = v[u];
+        best_base = at[u];
       }
     }
-  }
+  };
+  batch(first, true);
+#pragma unroll 1
+  for (int base = first + kUnroll * step; base < end; base += kUnroll * step)
+    batch(base, false);
+  nan = E::has_nan(nan_acc);
   if (best_base >= 0) {
     int e = V - 1;
 #pragma unroll
@@ -84,6 +112,13 @@ __device__ __forceinline__ void vector_first_max(const T* x, int first, int end,
         e = j;
     best_idx = best_base + e;
   }
+}
+
+/// The same without a hook.
+template <typename T, int kUnroll>
+__device__ __forceinline__ void vector_first_max(const T* x, int first, int end, int step,
+                                                 float& best, int& best_idx, bool& nan) {
+  vector_first_max<T, kUnroll>(x, first, end, step, best, best_idx, nan, [] {});
 }
 
 } // namespace specbench::kernels::detail
