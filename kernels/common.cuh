@@ -38,8 +38,10 @@ int sm_count();
 /// Opt-in shared memory per block of the current device, bytes.
 int max_smem_per_block();
 /// Vocabulary splits per row of the fused greedy pass for `rows` rows when an SM holds
-/// `resident_per_sm` blocks; sets the chunk length (verify_fused.cu).
-int greedy_splits(int64_t rows, int64_t vocab, int resident_per_sm, int64_t* chunk);
+/// `resident_per_sm` blocks and a thread's batch of loads covers `batch_granules` granules; sets
+/// the chunk length (verify_fused.cu).
+int greedy_splits(int64_t rows, int64_t vocab, int resident_per_sm, int batch_granules,
+                  int64_t* chunk);
 
 /// Order-preserving 32-bit key of a float: a < b  <=>  key(a) < key(b) for numbers; -0 and +0
 /// share a key; every NaN gets the largest key (torch.argmax treats NaN as the maximum).

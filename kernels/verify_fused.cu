@@ -298,8 +298,14 @@ SPECBENCH_PHASE_ATTACH(phase_attach_fused)
 /// took 15.3 us instead of 13.2 when the kernel grew from 48 to 58 registers and its 640 blocks no
 /// longer fit at once). More blocks than four per SM do not help small batches (1 x 16 at 38
 /// splits, 608 blocks, took 4.9 us against 4.3 at 25 in probe_fused_geometry). Each chunk is a
-/// multiple of the 2048-element granule. Returns splits and sets `chunk`.
-int greedy_splits(int64_t rows, int64_t vocab, int resident_per_sm, int64_t* chunk) {
+/// whole number of `batch_granules` 2048-element granules: a thread loads one batch of vectors at
+/// once, and a chunk that ends inside a batch repeats loads for nothing and, when it spans more
+/// than one batch, adds a dependent round trip (1 x 16 at 25 splits, three loads in a batch of
+/// four, took 4.03 to 4.10 us, and at 19 splits 3.98 to 4.02; 1 x 64 at 9 splits, batches of 4,
+/// 4 and 1, 12.3 to 12.5 cold, and at 7 splits 11.1 to 11.6: 19:15 UTC run). Returns splits and
+/// sets `chunk`.
+int greedy_splits(int64_t rows, int64_t vocab, int resident_per_sm, int batch_granules,
+                  int64_t* chunk) {
   const int64_t sms = sm_count();
   int64_t splits = (sms * 4 + rows - 1) / rows;
   const int64_t fit = sms * resident_per_sm / rows; // splits that still fit in one wave
@@ -309,8 +315,9 @@ int greedy_splits(int64_t rows, int64_t vocab, int resident_per_sm, int64_t* chu
   const int max_splits = greedy_max_splits(vocab);
   if (splits > max_splits)
     splits = max_splits;
-  int64_t c = (vocab + splits - 1) / splits;
-  c = (c + kGreedyGranule - 1) / kGreedyGranule * kGreedyGranule;
+  int64_t granules = ((vocab + splits - 1) / splits + kGreedyGranule - 1) / kGreedyGranule;
+  granules = (granules + batch_granules - 1) / batch_granules * batch_granules;
+  const int64_t c = granules * kGreedyGranule;
   *chunk = c;
   return static_cast<int>((vocab + c - 1) / c);
 }
@@ -343,7 +350,9 @@ Status launch_fused(const T* x, const int32_t* parents, const int32_t* tokens, i
                     const char* where) {
   const int64_t rows = static_cast<int64_t>(batch) * nodes;
   int64_t chunk = 0;
-  const int splits = greedy_splits(rows, vocab, resident_per_sm<T, kVec>(), &chunk);
+  // Granules per batch of loads: a thread loads 8 / kPerVec vectors per granule.
+  constexpr int batch_granules = kUnroll * Elem<T>::kPerVec / 8;
+  const int splits = greedy_splits(rows, vocab, resident_per_sm<T, kVec>(), batch_granules, &chunk);
   const int64_t blocks = rows * splits;
   if (blocks > 0x7FFFFFFF)
     return Status(StatusCode::invalid_argument, "too many blocks for one launch",
