@@ -51,14 +51,19 @@ template <> struct Elem<float> {
   __device__ static float scalar(const float* p) { return *p; }
 };
 
-/// Thread's first maximum over the vectors at first, first + step, ... < end (element offsets
-/// from `x`, 16-byte aligned, `end` a multiple of the vector): `best` and `best_idx` (left alone
-/// when no vector is read), and `nan` set when a value is NaN (the caller then looks for the
-/// first NaN itself).
+/// First maximum of one thread's vectors at x + first, x + first + step, ... (below `end`, a
+/// multiple of the vector), kUnroll 16-byte streaming loads at a time. Offsets are 32-bit (a
+/// block's chunk of one row): 64-bit bounds arithmetic would sit between a block's start and its
+/// first loads. Per vector its max comes first, and the vector itself is kept only when that max
+/// beats the running one (strict >, so the earliest vector keeps a tie); the position inside the
+/// kept vector is found once, at the end. Visiting vectors in increasing index order keeps torch's
+/// first maximum. Sets `best` and `best_idx` (the thread's first element when nothing beats -inf;
+/// a thread without vectors of its own may report the chunk's last vector, a real element at its
+/// real index) and `nan` when any value read was NaN (the caller then finds the first NaN).
 /// `issued()` comes after the first kUnroll loads in program order: work that must not delay them
-/// (the request's ticket) goes there. Few instructions per vector and before the first load matter:
-/// every warp of the pass runs this, and at small sizes the SMs' issue slots, not the memory,
-/// were the limit (see docs/kernels.md, "instructions, not bytes").
+/// (the request's ticket) goes there. Few instructions before the first load and per vector
+/// matter: every warp of the pass runs this, and at one request the SMs' issue slots, more than
+/// memory, were the limit (docs/kernels.md, the round "Instructions, not bytes").
 template <typename T, int kUnroll, class Issued>
 __device__ __forceinline__ void vector_first_max(const T* x, int first, int end, int step,
                                                  float& best, int& best_idx, bool& nan,
