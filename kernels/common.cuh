@@ -201,6 +201,88 @@ __device__ __forceinline__ void warp_drain_two_rows(uint64_t* a, int own_a, uint
   max_b = warp_max_packed(vb);
 }
 
+/// Slot loads per thread of lean_drain (fused greedy's own copy of this drain has the same
+/// limit: more would raise that kernel above 48 registers).
+constexpr int kLeanDrainLoads = 7;
+
+/// Threads per node in lean_drain: `nodes` rounded up to a power of two.
+__device__ __forceinline__ int lean_node_span(int nodes) {
+  return nodes <= 1 ? 1 : 1 << (32 - __clz(nodes - 1));
+}
+
+/// Whether a request of `nodes` rows with `splits` slots each takes the lean tail: at most 32
+/// rows, and every slot one of kLeanDrainLoads loads per thread of two warps.
+__device__ __forceinline__ bool lean_tail_fits(int nodes, int splits) {
+  return nodes <= 32 && (splits * lean_node_span(nodes) + 63) / 64 <= kLeanDrainLoads;
+}
+
+/// A small request's drain (lean_tail_fits) in warps 0 to 2 of the reducing block, with no full
+/// block barrier: threads 96 and up must have left. Thread t < 64 of warps 1 and 2 takes node
+/// t % P (P = lean_node_span) and every (64 / P)-th of its slots, all in flight at once, so that
+/// no poll waits behind warp 0, which runs `prepare()` meanwhile (work that needs no slot: the
+/// walk's preparation, the chain's acceptance tests). Shuffles, then one 96-thread barrier,
+/// combine a node's threads. Slot `own_slot` (row * splits + split, counted from `slots`) holds
+/// the calling block's own entry `own` (valid in thread 0), which it never stored: the reducing
+/// block is usually the last to finish, and a store read back through L2 is a round trip. Returns
+/// the max of node `lane`'s slots in warp 0 (0 for lanes past `nodes`), each slot emptied for the
+/// next call; threads 32 to 95 get 0 and should leave.
+template <class Prepare>
+__device__ __forceinline__ uint64_t lean_drain(uint64_t* slots, int nodes, FastDiv splits_div,
+                                               int own_slot, uint64_t own, Prepare prepare) {
+  const int splits = static_cast<int>(splits_div.d);
+  __shared__ uint64_t part_max[64]; // warps 1 and 2: the max per node of their slots
+  const int tid = static_cast<int>(threadIdx.x), lane = tid & 31;
+  const int pw = lean_node_span(nodes);
+  int own_row = 0;
+  if (tid < 32) {
+    prepare();
+    own_row = static_cast<int>(splits_div.div(static_cast<uint32_t>(own_slot)));
+  } else {
+    const int t = tid - 32;
+    const int r = t & (pw - 1), first_split = t / pw, groups = 64 / pw;
+    uint64_t* row_slots = slots + static_cast<int64_t>(r) * splits;
+    const int own_split = own_slot - r * splits; // in [0, splits) on the own row only
+    const auto in = [&](int k) {
+      const int sp = first_split + k * groups;
+      return r < nodes && sp < splits && sp != own_split;
+    };
+    uint64_t v[kLeanDrainLoads];
+#pragma unroll
+    for (int k = 0; k < kLeanDrainLoads; ++k)
+      v[k] = in(k) ? load_slot(row_slots + first_split + k * groups) : 1ull;
+    for (;;) { // blocks not done yet: poll them again together
+      bool missing = false;
+#pragma unroll
+      for (int k = 0; k < kLeanDrainLoads; ++k)
+        missing |= v[k] == 0;
+      if (!missing)
+        break;
+#pragma unroll
+      for (int k = 0; k < kLeanDrainLoads; ++k)
+        if (v[k] == 0)
+          v[k] = load_slot(row_slots + first_split + k * groups);
+    }
+    uint64_t m = 0;
+#pragma unroll
+    for (int k = 0; k < kLeanDrainLoads; ++k)
+      if (in(k)) {
+        store_slot(row_slots + first_split + k * groups, 0);
+        m = max(m, v[k]);
+      }
+    for (int o = pw; o < 32; o <<= 1)
+      m = max(m, __shfl_xor_sync(0xFFFFFFFFu, m, o));
+    part_max[t] = m;
+  }
+  asm volatile("bar.sync 1, 96;" ::: "memory"); // warps 0 to 2 only
+  if (tid >= 32)
+    return 0;
+  own = __shfl_sync(0xFFFFFFFFu, own, 0);
+  uint64_t m = max(part_max[lane], part_max[32 + lane]);
+  if (lane == own_row)
+    m = max(m, own);
+  return lane < nodes ? m : 0ull;
+}
+
 /// A request's tree for the reducing block: load() issues the loads (one node per thread when the
 /// tree has at most blockDim.x nodes) before the block polls its slots, and store() puts the tree
 /// into shared memory after, so that the loads' round trip overlaps the polls. Larger trees are

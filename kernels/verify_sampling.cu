@@ -68,37 +68,46 @@ __device__ __forceinline__ int64_t seg_elem(int64_t base, int lane, int q) {
   return base + (q >> 2) * 128 + lane * 4 + (q & 3);
 }
 
-/// One lane's 32 weights of the segment at `base`: max(p, 0), or max(p - q, 0) when `residual`.
+/// One lane's 32 elements of the segment at `base`, loads issued and not used yet: `v` from p and,
+/// when `residual`, `d` from q; zeros past the end of the row.
 template <bool kVec>
-__device__ __forceinline__ void load_segment(const float* p, const float* q, bool residual,
-                                             int64_t base, int64_t vocab, float (&w)[32]) {
+__device__ __forceinline__ void issue_segment(const float* p, const float* q, bool residual,
+                                              int64_t base, int64_t vocab, float (&v)[32],
+                                              float (&d)[32]) {
   const int lane = threadIdx.x & 31;
   if (kVec && base + kSeg <= vocab) {
-    float4 pv[8], qv[8];
-#pragma unroll
-    for (int j = 0; j < 8; ++j)
-      pv[j] = __ldcs(reinterpret_cast<const float4*>(p + base + j * 128 + lane * 4));
-    if (residual) {
-#pragma unroll
-      for (int j = 0; j < 8; ++j)
-        qv[j] = __ldcs(reinterpret_cast<const float4*>(q + base + j * 128 + lane * 4));
-    }
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
-      const float pp[4] = {pv[j].x, pv[j].y, pv[j].z, pv[j].w};
-      const float qq[4] = {qv[j].x, qv[j].y, qv[j].z, qv[j].w};
+      const float4 t = __ldcs(reinterpret_cast<const float4*>(p + base + j * 128 + lane * 4));
+      v[4 * j] = t.x, v[4 * j + 1] = t.y, v[4 * j + 2] = t.z, v[4 * j + 3] = t.w;
+    }
+    if (residual) {
 #pragma unroll
-      for (int e = 0; e < 4; ++e)
-        w[4 * j + e] = residual ? fmaxf(pp[e] - qq[e], 0.0f) : fmaxf(pp[e], 0.0f);
+      for (int j = 0; j < 8; ++j) {
+        const float4 t = __ldcs(reinterpret_cast<const float4*>(q + base + j * 128 + lane * 4));
+        d[4 * j] = t.x, d[4 * j + 1] = t.y, d[4 * j + 2] = t.z, d[4 * j + 3] = t.w;
+      }
     }
   } else {
 #pragma unroll
     for (int k = 0; k < 32; ++k) {
       const int64_t e = seg_elem(base, lane, k);
-      const float pp = e < vocab ? p[e] : 0.0f;
-      w[k] = e < vocab ? (residual ? fmaxf(pp - q[e], 0.0f) : fmaxf(pp, 0.0f)) : 0.0f;
+      v[k] = e < vocab ? p[e] : 0.0f;
+      d[k] = residual && e < vocab ? q[e] : 0.0f;
     }
   }
+}
+
+/// The weights of issue_segment's elements: max(p, floor), or max(p - q, floor) when `residual`.
+/// `floor` is 0 computed from the segment's coins, so that the weights, the loads' first use,
+/// wait for the coins: the compiler otherwise puts the coins (two Philox runs and a logarithm,
+/// about 150 instructions that need no data) after that first use, where a warp runs them once
+/// its data is in instead of while its loads are in flight (SASS of 2026-12-03 22:05 UTC).
+__device__ __forceinline__ void segment_weights(const float (&v)[32], const float (&d)[32],
+                                                bool residual, float floor, float (&w)[32]) {
+#pragma unroll
+  for (int k = 0; k < 32; ++k)
+    w[k] = residual ? fmaxf(v[k] - d[k], floor) : fmaxf(v[k], floor);
 }
 
 /// The race entry of one segment, by a whole warp: the segment's mass (a warp scan of the lanes'
@@ -158,19 +167,22 @@ __device__ __forceinline__ uint64_t race_segments(const float* p, const float* q
   // computed after that segment's loads are issued: inside the loop the compiler hoists it above
   // them (about 90 instructions of Philox before each warp's first load, and behind a load of the
   // seed when it comes from device memory).
-  float w[32];
-  load_segment<kVec>(p, q, residual, first * kSeg, vocab, w);
+  float v[32], d[32], w[32];
+  issue_segment<kVec>(p, q, residual, first * kSeg, vocab, v, d);
   const float u = specbench::detail::philox_uniform(seed, offset, row, kTagDraw);
-  const auto race = [&](int64_t seg) {
-    // The race coin does not depend on the loads either: it runs while they are in flight.
-    const float c = specbench::detail::philox_open_uniform(seed, offset, row,
-                                                           kTagRace0 + static_cast<uint32_t>(seg));
-    return segment_entry(w, u, -logf(c), seg * kSeg);
+  // The exponential of segment `seg`'s race coin; it needs no data.
+  const auto exponential = [&](int64_t seg) {
+    return -logf(specbench::detail::philox_open_uniform(seed, offset, row,
+                                                        kTagRace0 + static_cast<uint32_t>(seg)));
   };
-  uint64_t best = race(first);
+  float e = exponential(first);
+  segment_weights(v, d, residual, __fmul_rn(e, 0.0f) * u, w); // 0, after both coins
+  uint64_t best = segment_entry(w, u, e, first * kSeg);
   for (int64_t seg = first + step; seg < end; seg += step) {
-    load_segment<kVec>(p, q, residual, seg * kSeg, vocab, w);
-    best = max(best, race(seg));
+    issue_segment<kVec>(p, q, residual, seg * kSeg, vocab, v, d);
+    e = exponential(seg);
+    segment_weights(v, d, residual, __fmul_rn(e, 0.0f), w);
+    best = max(best, segment_entry(w, u, e, seg * kSeg));
   }
   return best;
 }
@@ -185,8 +197,36 @@ __device__ __noinline__ uint64_t race_row(const float* p, int64_t vocab, int64_t
   return race_segments<kVec>(p, nullptr, false, vocab, first, end, step, seed, offset, row);
 }
 
+/// Chain mode, by one whole warp: the first draft that does not stand, or k (every draft stands).
+/// Draft j stands when u_j * q_j(d_j) < p_j(d_j). `keep(j, d)` sees each tested draft in its lane.
+template <class Keep>
+__device__ __forceinline__ int chain_first_reject(const SamplingArgs& a, int b, uint64_t seed,
+                                                  uint64_t offset, Keep keep) {
+  const int lane = threadIdx.x & 31, k = a.rows - 1;
+  const int64_t row0 = static_cast<int64_t>(b) * a.rows;
+  for (int c = 0; c < k; c += 32) {
+    const int j = c + lane;
+    bool reject = false;
+    if (j < k) {
+      const int32_t d = a.tokens[static_cast<int64_t>(b) * k + j];
+      keep(j, d);
+      const bool ok = d >= 0 && d < a.vocab;
+      const float pp = ok ? __ldcg(a.target + (row0 + j) * a.vocab + d) : 0.0f;
+      const float qq =
+          ok ? __ldcg(a.draft + (static_cast<int64_t>(b) * k + j) * a.vocab + d) : 0.0f;
+      const float u = specbench::detail::philox_uniform(
+          seed, offset, static_cast<uint32_t>(row0 + j), kTagAccept);
+      reject = !(u * qq < pp);
+    }
+    const unsigned m = __ballot_sync(0xFFFFFFFFu, reject);
+    if (m)
+      return c + __ffs(m) - 1;
+  }
+  return k;
+}
+
 template <int kMode, bool kVec>
-__global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingArgs a) {
+__global__ void __launch_bounds__(kThreads, 2) sampling_kernel(SamplingArgs a) {
   SPECBENCH_PHASE_START();
   // Block -> (row, split) -> (request, row) by multiply-shift: no integer division before the
   // first loads (a 64-bit one here before).
@@ -222,16 +262,74 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingArgs a) {
   __shared__ uint64_t red[kWarps];
   __shared__ bool is_last;
   SPECBENCH_PHASE_WARPS_INIT();
-  const uint64_t best = block_max_packed(mine, red);
+  const uint64_t best = block_max_packed(mine, red); // valid in thread 0
+  const uint32_t per_request = static_cast<uint32_t>(n * a.splits);
+  const bool lean = lean_tail_fits(n, a.splits);
   if (tid == 0) {
-    store_slot(&a.slots[grow * a.splits + split], best); // non-zero: the split has a segment
-    is_last = ticket == static_cast<uint32_t>(n * a.splits) - 1;
+    is_last = ticket == per_request - 1;
+    // The lean tail takes the reducing block's own entry from a register (lean_drain).
+    if (!(is_last && lean))
+      store_slot(&a.slots[blockIdx.x], best); // block (row, split)'s slot; never zero
+    // The request's first block, done early, asks L2 for the tree that the reducing block reads.
+    if (kMode == kTree && lean && !is_last &&
+        blockIdx.x == static_cast<uint32_t>(b) * per_request) {
+      prefetch_l2(a.tokens + row0);
+      prefetch_l2(a.tokens + row0 + n - 1);
+      if (a.parents) {
+        prefetch_l2(a.parents + row0);
+        prefetch_l2(a.parents + row0 + n - 1);
+      }
+    }
   }
   SPECBENCH_PHASE(3, best); // the block's entry is stored
   __syncthreads();
   if (!is_last)
     return;
   SPECBENCH_PHASE_LAST_DEP(4, b, best); // the reducing block knows it reduces
+  const int k = n - 1;
+
+  if (lean) {
+    // A small request (lean_drain): warps 1 and 2 drain every slot at once while warp 0 prepares
+    // the walk (tree) or runs the acceptance tests (chain); the other warps leave.
+    if (tid >= 96)
+      return;
+    SmallTreeWalk walk;
+    int pos = k; // chain: the first rejected draft, k when every draft stands
+    int32_t draft = -1;
+    // The own slot from the block index: `i` and `split` are not kept live through the pass.
+    const int own_slot = static_cast<int>(blockIdx.x - static_cast<uint32_t>(row0 * a.splits));
+    const uint64_t m = lean_drain(a.slots + row0 * a.splits, n, a.split_div, own_slot, best, [&] {
+      if (kMode == kTree) {
+        EarlyTree tree;
+        tree.load(a.parents, a.tokens, row0, n);
+        walk.prepare(n, a.parents == nullptr, tree.parent, tree.token);
+      } else {
+        pos = chain_first_reject(a, b, seed, offset, [&](int, int32_t d) { draft = d; });
+      }
+    });
+    if (tid >= 32)
+      return;
+    SPECBENCH_PHASE_LAST(2, b); // every slot of the request is in
+    int32_t t = entry_token(m);
+    if (kMode == kTree) {
+      if (a.target_out && lane < n)
+        a.target_out[row0 + lane] = t;
+      walk.finish(t, n, a.out_tokens, a.accepted, a.bonus, b);
+    } else {
+      t = __shfl_sync(0xFFFFFFFFu, t, pos);
+      if (t < 0 && pos < k) // rare: p <= q on all of row pos (see the full tail below)
+        t = entry_token(race_row<kVec>(a.target + (row0 + pos) * a.vocab, a.vocab, 0, a.segs, 1,
+                                       seed, offset, static_cast<uint32_t>(row0 + pos)));
+      if (lane < n)
+        a.out_tokens[row0 + lane] = lane < pos ? draft : (lane == pos ? t : -1);
+      if (lane == 0)
+        a.accepted[b] = pos;
+    }
+    if (lane == 0)
+      a.counters[b] = 0;        // every block of the request has taken its ticket
+    SPECBENCH_PHASE_LAST(3, b); // the outputs are written
+    return;
+  }
 
   // This block started last for request b: every other block of the request is running or done.
   extern __shared__ __align__(16) int32_t smem[];
@@ -241,7 +339,6 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingArgs a) {
   int32_t* first = tgt + n;
   __shared__ int reject_at;
   __shared__ int fallback_token;
-  const int k = n - 1;
   // Loads that do not depend on the slots are issued before the polls.
   EarlyTree tree;
   if (kMode == kTree)
@@ -286,30 +383,9 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingArgs a) {
       }
     }
   } else {
-    // Draft j stands when u_j * q_j(d_j) < p_j(d_j); the token is drawn at the first that does
-    // not (at k when every draft stands).
-    int pos = k;
-    for (int c = 0; c < k; c += 32) {
-      const int j = c + lane;
-      bool reject = false;
-      if (j < k) {
-        const int32_t d = a.tokens[static_cast<int64_t>(b) * k + j];
-        tok[j] = d; // for the outputs: no second load after the barrier
-        const bool ok = d >= 0 && d < a.vocab;
-        const float pp = ok ? __ldcg(a.target + (row0 + j) * a.vocab + d) : 0.0f;
-        const float qq =
-            ok ? __ldcg(a.draft + (static_cast<int64_t>(b) * k + j) * a.vocab + d) : 0.0f;
-        const float u = specbench::detail::philox_uniform(
-            seed, offset, static_cast<uint32_t>(row0 + j), kTagAccept);
-        reject = !(u * qq < pp);
-      }
-      const unsigned m = __ballot_sync(0xFFFFFFFFu, reject);
-      if (m) {
-        pos = c + __ffs(m) - 1;
-        break;
-      }
-    }
-    reject_at = pos; // every lane writes the same value
+    reject_at = chain_first_reject(a, b, seed, offset, [&](int j, int32_t d) {
+      tok[j] = d; // for the outputs: no second load after the barrier
+    });
   }
   if (kMode == kTree)
     tree.store(par, tok, a.parents, a.tokens, row0, n);
@@ -349,17 +425,62 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingArgs a) {
   SPECBENCH_PHASE_LAST(3, b); // the outputs are written
 }
 
+/// Blocks of `warps` warps of sampling_kernel<kMode, kVec> that one SM holds at once (cached per
+/// device and block size).
+template <int kMode, bool kVec> int resident_blocks(int warps) {
+  static int cache[64][kWarps + 1] = {};
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64)
+    return 1;
+  int& c = cache[dev][warps];
+  if (c == 0) {
+    int v = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v, sampling_kernel<kMode, kVec>, warps * 32,
+                                                      0) != cudaSuccess) {
+      (void)cudaGetLastError();
+      v = 1;
+    }
+    c = v > 0 ? v : 1;
+  }
+  return c;
+}
+
+int sampling_resident_blocks(int mode, bool vec, int warps) {
+  if (mode == kTree)
+    return vec ? resident_blocks<kTree, true>(warps) : resident_blocks<kTree, false>(warps);
+  return vec ? resident_blocks<kChain, true>(warps) : resident_blocks<kChain, false>(warps);
+}
+
 Status launch_sampling(int mode, SamplingArgs a, int batch, std::size_t smem, Stream stream,
                        const char* where) {
   a.segs = sampling_segments(a.vocab);
+  const bool vec = reinterpret_cast<uintptr_t>(a.target) % 16 == 0 &&
+                   (a.draft == nullptr || reinterpret_cast<uintptr_t>(a.draft) % 16 == 0) &&
+                   a.vocab % 4 == 0;
   const int64_t rows = static_cast<int64_t>(batch) * a.rows;
-  // A warp per segment at a time, blocks of 8 warps.
+  // About four blocks of 8 warps per SM, a warp per segment at a time.
   const int64_t sms = sm_count();
-  const int warps = kWarps;
-  const int64_t target_blocks = sms * 4;
-  int64_t splits = (target_blocks + rows - 1) / rows;
-  const int64_t max_splits = (a.segs + warps - 1) / warps;
-  splits = splits < 1 ? 1 : (splits > max_splits ? max_splits : splits);
+  int warps = kWarps;
+  const int64_t max_splits = (a.segs + kWarps - 1) / kWarps;
+  int64_t splits = (sms * 4 + rows - 1) / rows;
+  if (splits >= max_splits) {
+    // Few rows: each warp races one segment, and the call waits for the busiest SM, whose warps
+    // share its issue slots (a segment costs a warp about 400 instructions). Blocks of w warps
+    // put ceil(blocks / SMs) * w warps on it; take the w (3 to 8, the larger on a tie) that puts
+    // the fewest there within one wave. One request of 8 rows: 152 blocks of 8 warps leave 20 SMs
+    // with 16 warps; 240 blocks of 5 leave none with more than 10.
+    int64_t least = INT64_MAX;
+    for (int w = kWarps; w >= 3; --w) {
+      const int64_t blocks = rows * ((a.segs + w - 1) / w);
+      const int64_t per_sm = (blocks + sms - 1) / sms, busiest = per_sm * w;
+      if (busiest < least && per_sm <= sampling_resident_blocks(mode, vec, w)) {
+        least = busiest;
+        warps = w;
+      }
+    }
+    splits = (a.segs + warps - 1) / warps;
+  }
+  splits = splits < 1 ? 1 : splits;
   a.segs_per_split = (a.segs + splits - 1) / splits;
   a.splits = static_cast<int>((a.segs + a.segs_per_split - 1) / a.segs_per_split);
   const int64_t blocks = rows * a.splits;
@@ -368,9 +489,6 @@ Status launch_sampling(int mode, SamplingArgs a, int batch, std::size_t smem, St
                   "verify fewer requests per call", where);
   a.split_div = FastDiv::make(static_cast<uint32_t>(a.splits));
   a.row_div = FastDiv::make(static_cast<uint32_t>(a.rows));
-  const bool vec = reinterpret_cast<uintptr_t>(a.target) % 16 == 0 &&
-                   (a.draft == nullptr || reinterpret_cast<uintptr_t>(a.draft) % 16 == 0) &&
-                   a.vocab % 4 == 0;
   const unsigned g = static_cast<unsigned>(blocks);
   const unsigned t = static_cast<unsigned>(warps * 32);
   if (mode == kTree) {
