@@ -24,9 +24,9 @@ constexpr int kSeg = static_cast<int>(kSamplingSegment);
 
 enum Mode : int { kTree = 0, kChain = 1 };
 
-// Philox tags (sampling_reference.hpp): the row's in-segment draw coin, the chain acceptance coin,
-// and 2 + s for the race coin of segment s.
-constexpr uint32_t kTagDraw = 0, kTagAccept = 1, kTagRace0 = 2;
+// Philox tags (sampling_reference.hpp): the chain acceptance coin, and 2 + s for the race and
+// draw coins of segment s (tag 0 is unused).
+constexpr uint32_t kTagAccept = 1, kTagRace0 = 2;
 
 struct SamplingArgs {
   const float* target;    // [batch, rows, vocab]
@@ -161,29 +161,22 @@ __device__ __forceinline__ uint64_t race_segments(const float* p, const float* q
                                                   int64_t vocab, int64_t first, int64_t end,
                                                   int64_t step, uint64_t seed, uint64_t offset,
                                                   uint32_t row) {
+  // The segment's two coins (one Philox run and a logarithm) need no data: they are computed
+  // after its loads are issued, and the weights wait for them (segment_weights).
+  float v[32], d[32], w[32];
+  const auto race = [&](int64_t seg) {
+    issue_segment<kVec>(p, q, residual, seg * kSeg, vocab, v, d);
+    const specbench::detail::SegmentCoins c = specbench::detail::philox_segment_coins(
+        seed, offset, row, kTagRace0 + static_cast<uint32_t>(seg));
+    const float e = -logf(c.race);
+    segment_weights(v, d, residual, __fmul_rn(e, 0.0f) * c.draw, w); // 0, after both coins
+    return segment_entry(w, c.draw, e, seg * kSeg);
+  };
   if (first >= end)
     return 0;
-  // The first segment is peeled so that the row's draw coin, which every segment uses, is
-  // computed after that segment's loads are issued: inside the loop the compiler hoists it above
-  // them (about 90 instructions of Philox before each warp's first load, and behind a load of the
-  // seed when it comes from device memory).
-  float v[32], d[32], w[32];
-  issue_segment<kVec>(p, q, residual, first * kSeg, vocab, v, d);
-  const float u = specbench::detail::philox_uniform(seed, offset, row, kTagDraw);
-  // The exponential of segment `seg`'s race coin; it needs no data.
-  const auto exponential = [&](int64_t seg) {
-    return -logf(specbench::detail::philox_open_uniform(seed, offset, row,
-                                                        kTagRace0 + static_cast<uint32_t>(seg)));
-  };
-  float e = exponential(first);
-  segment_weights(v, d, residual, __fmul_rn(e, 0.0f) * u, w); // 0, after both coins
-  uint64_t best = segment_entry(w, u, e, first * kSeg);
-  for (int64_t seg = first + step; seg < end; seg += step) {
-    issue_segment<kVec>(p, q, residual, seg * kSeg, vocab, v, d);
-    e = exponential(seg);
-    segment_weights(v, d, residual, __fmul_rn(e, 0.0f), w);
-    best = max(best, segment_entry(w, u, e, seg * kSeg));
-  }
+  uint64_t best = race(first); // peeled: a warp's first loads come before any loop arithmetic
+  for (int64_t seg = first + step; seg < end; seg += step)
+    best = max(best, race(seg));
   return best;
 }
 

@@ -8,14 +8,15 @@
 /// kDrawSegment elements. Segment s gets the key mass(s) / E_s with E_s = -ln(c_s), c_s its race
 /// coin in (0, 1): E_s is exponential with rate 1, so the segment with the largest key is segment
 /// s with probability mass(s) / total (the exponential race; zero-mass segments never win). The
-/// row's draw coin u then picks an element of the winning segment by inverse CDF over its weights
-/// in the segment's draw order. P(i) = mass(s) / total * w_i / mass(s) = w_i / total: an exact
-/// draw. Why this shape: every segment's key and candidate come from its own elements, so the
-/// kernels finish each segment while it is still in registers and reduce the candidates with a
-/// max, as greedy verification reduces its argmax: one pass, and nothing is read after it. The
-/// draw order inside a segment is the kernels' load layout: lane l (0..31) holds elements
-/// base + 128 j + 4 l + e (j = 0..7, e = 0..3); the order is lane 0's 32 elements (j, then e),
-/// then lane 1's, and so on (segment_draw_order).
+/// winning segment's draw coin u_s then picks an element of it by inverse CDF over its weights in
+/// the segment's draw order. c_s and u_s are the first two words of one Philox block (tag
+/// coin_tag_race(s)); u_s is independent of every race coin, so the draw stays exact. P(i) =
+/// mass(s) / total * w_i / mass(s) = w_i / total: an exact draw. Why this shape: every segment's
+/// key and candidate come from its own elements, so the kernels finish each segment while it is
+/// still in registers and reduce the candidates with a max, as greedy verification reduces its
+/// argmax: one pass, and nothing is read after it. The draw order inside a segment is the kernels'
+/// load layout: lane l (0..31) holds elements base + 128 j + 4 l + e (j = 0..7, e = 0..3); the
+/// order is lane 0's 32 elements (j, then e), then lane 1's, and so on (segment_draw_order).
 
 #include "specbench/draft_tree.hpp"
 
@@ -25,11 +26,10 @@
 
 namespace specbench {
 
-/// Coin tag of a row's draw: the in-segment coin u.
-inline constexpr uint32_t kCoinDraw = 0;
+/// Coin tag 0 is unused since 2026-12-03 (it was a row's in-segment draw coin, now draw_coin).
 /// Coin tag of the acceptance test of a chain draft.
 inline constexpr uint32_t kCoinAccept = 1;
-/// Coin tag of the race coin of segment `segment` of a row.
+/// Coin tag of the race coin and the draw coin of segment `segment` of a row.
 constexpr uint32_t coin_tag_race(int64_t segment) noexcept {
   return 2u + static_cast<uint32_t>(segment);
 }
@@ -48,6 +48,9 @@ float sampling_coin(uint64_t seed, uint64_t offset, uint32_t row, uint32_t tag);
 /// The race coin of a segment, in (0, 1) (never 0, so its exponential is finite).
 float race_coin(uint64_t seed, uint64_t offset, uint32_t row, int64_t segment);
 
+/// The draw coin u of a segment, in [0, 1): the second word of the race coin's Philox block.
+float draw_coin(uint64_t seed, uint64_t offset, uint32_t row, int64_t segment);
+
 /// The coins of one row's draw.
 struct DrawCoins {
   uint64_t seed = 0;
@@ -57,8 +60,8 @@ struct DrawCoins {
 
 /// The segment-race draw (above) in double precision: the segment with the largest
 /// mass / -ln(race coin) (the lowest on a tie), then the first element in its draw order whose
-/// inclusive prefix exceeds u * mass (the last positive one when none does). Returns -1 when every
-/// weight is 0.
+/// inclusive prefix exceeds its draw coin u times its mass (the last positive one when none does).
+/// Returns -1 when every weight is 0.
 int32_t sample_segment_race_reference(std::span<const float> weights, const DrawCoins& coins);
 
 /// True when `token` is a draw the float kernels may legitimately return: its weight is

@@ -44,7 +44,11 @@ std::vector<double> race_keys(const std::vector<double>& mass, const DrawCoins& 
 } // namespace
 
 float race_coin(uint64_t seed, uint64_t offset, uint32_t row, int64_t segment) {
-  return detail::philox_open_uniform(seed, offset, row, coin_tag_race(segment));
+  return detail::philox_segment_coins(seed, offset, row, coin_tag_race(segment)).race;
+}
+
+float draw_coin(uint64_t seed, uint64_t offset, uint32_t row, int64_t segment) {
+  return detail::philox_segment_coins(seed, offset, row, coin_tag_race(segment)).draw;
 }
 
 int32_t sample_segment_race_reference(std::span<const float> weights, const DrawCoins& coins) {
@@ -56,7 +60,7 @@ int32_t sample_segment_race_reference(std::span<const float> weights, const Draw
       seg = static_cast<int64_t>(s);
   if (seg < 0)
     return -1;
-  const float u = sampling_coin(coins.seed, coins.offset, coins.row, kCoinDraw);
+  const float u = draw_coin(coins.seed, coins.offset, coins.row, seg);
   const int64_t base = seg * kDrawSegment;
   const double in_target = static_cast<double>(u) * mass[static_cast<size_t>(seg)];
   double in_cum = 0.0;
@@ -84,7 +88,7 @@ bool segment_race_draw_consistent(std::span<const float> weights, const DrawCoin
   const double best = *std::max_element(key.begin(), key.end());
   if (!(key[static_cast<size_t>(seg)] >= best * (1.0 - rel_tol)))
     return false;
-  const float u = sampling_coin(coins.seed, coins.offset, coins.row, kCoinDraw);
+  const float u = draw_coin(coins.seed, coins.offset, coins.row, seg);
   const int64_t base = seg * kDrawSegment;
   double in_before = 0.0;
   for (int q = 0; q < kDrawSegment; ++q) {

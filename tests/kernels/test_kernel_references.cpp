@@ -147,16 +147,40 @@ TEST(KernelReferences, CoinsAreUniformAndDistinct) {
   double sum = 0.0;
   const int n = 20000;
   for (int i = 0; i < n; ++i) {
-    const float u = sampling_coin(42, 7, static_cast<uint32_t>(i), kCoinDraw);
+    const float u = sampling_coin(42, 7, static_cast<uint32_t>(i), kCoinAccept);
     ASSERT_GE(u, 0.0f);
     ASSERT_LT(u, 1.0f);
     sum += u;
   }
   EXPECT_NEAR(sum / n, 0.5, 0.01);
-  EXPECT_NE(sampling_coin(42, 7, 3, kCoinDraw), sampling_coin(42, 8, 3, kCoinDraw));
-  EXPECT_NE(sampling_coin(42, 7, 3, kCoinDraw), sampling_coin(42, 7, 3, kCoinAccept));
-  EXPECT_NE(sampling_coin(42, 7, 3, kCoinDraw), sampling_coin(42, 7, 3, coin_tag_race(0)));
-  EXPECT_EQ(sampling_coin(42, 7, 3, kCoinDraw), sampling_coin(42, 7, 3, kCoinDraw));
+  EXPECT_NE(sampling_coin(42, 7, 3, kCoinAccept), sampling_coin(42, 8, 3, kCoinAccept));
+  EXPECT_NE(sampling_coin(42, 7, 3, kCoinAccept), sampling_coin(42, 7, 4, kCoinAccept));
+  EXPECT_NE(sampling_coin(42, 7, 3, kCoinAccept), sampling_coin(42, 7, 3, coin_tag_race(0)));
+  EXPECT_EQ(sampling_coin(42, 7, 3, kCoinAccept), sampling_coin(42, 7, 3, kCoinAccept));
+}
+
+TEST(KernelReferences, DrawCoinsAreUniformAndIndependentOfTheRaceCoins) {
+  // A segment's draw coin is the second word of the Philox block whose first word is its race
+  // coin: uniform on [0, 1), and uncorrelated with the race coin.
+  const int n = 40000;
+  double su = 0.0, sc = 0.0, suu = 0.0, scc = 0.0, suc = 0.0;
+  for (int i = 0; i < n; ++i) {
+    const uint32_t row = static_cast<uint32_t>(i % 89);
+    const int64_t seg = i / 89;
+    const double u = draw_coin(42, 7, row, seg), c = race_coin(42, 7, row, seg);
+    ASSERT_GE(u, 0.0);
+    ASSERT_LT(u, 1.0);
+    su += u, sc += c, suu += u * u, scc += c * c, suc += u * c;
+  }
+  EXPECT_NEAR(su / n, 0.5, 0.01);
+  EXPECT_NEAR(suu / n - (su / n) * (su / n), 1.0 / 12, 0.003); // the variance of U(0, 1)
+  const double cov = suc / n - (su / n) * (sc / n);
+  const double corr =
+      cov / std::sqrt((suu / n - (su / n) * (su / n)) * (scc / n - (sc / n) * (sc / n)));
+  EXPECT_LT(std::abs(corr), 0.02); // 4 standard errors of a zero correlation over 40,000 pairs
+  EXPECT_NE(draw_coin(42, 7, 3, 0), draw_coin(42, 7, 3, 1));
+  EXPECT_NE(draw_coin(42, 7, 3, 0), race_coin(42, 7, 3, 0));
+  EXPECT_EQ(draw_coin(42, 7, 3, 5), draw_coin(42, 7, 3, 5));
 }
 
 TEST(KernelReferences, SegmentDrawOrderIsAPermutationOfTheSegment) {
@@ -200,7 +224,7 @@ TEST(KernelReferences, SegmentRaceDrawInsideOneSegmentFollowsTheDrawOrder) {
   int seen[3] = {0, 0, 0};
   for (uint32_t row = 0; row < 400; ++row) {
     const DrawCoins c{11, 5, row};
-    const float u = sampling_coin(c.seed, c.offset, row, kCoinDraw);
+    const float u = draw_coin(c.seed, c.offset, row, 0);       // the only segment's draw coin
     const int expected = u < 0.25f ? 1 : (u < 0.5f ? 128 : 4); // natural order would give 4 second
     ASSERT_EQ(sample_segment_race_reference(w, c), expected) << "u = " << u;
     EXPECT_TRUE(segment_race_draw_consistent(w, c, expected));

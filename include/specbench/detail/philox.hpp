@@ -41,14 +41,21 @@ SPECBENCH_HD float philox_uniform(uint64_t seed, uint64_t offset, uint32_t row, 
   return static_cast<float>(r.x[0] >> 8) * (1.0f / 16777216.0f);
 }
 
-/// The open-interval coin in (0, 1) of (seed, offset, row, tag): the top 23 bits of the first
-/// output word as an odd multiple of 2^-24, exact in float and never 0 or 1, so -ln of it is
-/// finite and positive (the exponential of the segment race).
-SPECBENCH_HD float philox_open_uniform(uint64_t seed, uint64_t offset, uint32_t row, uint32_t tag) {
+/// The two coins of one segment of the segment-race draw, from one Philox block: `race`, the top
+/// 23 bits of the first word as an odd multiple of 2^-24, exact in float and never 0 or 1, so -ln
+/// of it is finite and positive (the exponential of the race); and `draw` in [0, 1) from the
+/// second word, as philox_uniform takes the first. One Philox run per segment instead of two.
+struct SegmentCoins {
+  float race; ///< the race coin (its -ln is the segment's exponential)
+  float draw; ///< the in-segment draw coin
+};
+SPECBENCH_HD SegmentCoins philox_segment_coins(uint64_t seed, uint64_t offset, uint32_t row,
+                                               uint32_t tag) {
   const Philox4 r = philox4x32_10(
       Philox4{{static_cast<uint32_t>(offset), static_cast<uint32_t>(offset >> 32), row, tag}},
       static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32));
-  return static_cast<float>(((r.x[0] >> 9) << 1) | 1u) * (1.0f / 16777216.0f);
+  return SegmentCoins{static_cast<float>(((r.x[0] >> 9) << 1) | 1u) * (1.0f / 16777216.0f),
+                      static_cast<float>(r.x[1] >> 8) * (1.0f / 16777216.0f)};
 }
 
 } // namespace specbench::detail
