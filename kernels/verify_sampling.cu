@@ -1,14 +1,16 @@
 // Sampling verification in one pass, with the segment-race draw of sampling_reference.hpp. Every
-// warp of the pass takes 1024-element segments of one row (target probabilities; for chain rows
-// before the last, max(p - q, 0)). For each segment, while its weights are still in registers, it
-// computes the segment's mass, its candidate token (inverse CDF inside the segment with the row's
-// draw coin) and its race key mass / -ln(race coin). The segment with the largest key wins with
-// probability mass / total, so the row's draw is a max over (key, candidate) pairs: each block
-// reduces its warps' pairs into one 64-bit slot that is zero between calls, and the block holding
-// the request's last ticket (see verify_fused.cu) waits for the request's slots, takes each row's
-// winner, walks the tree (tree mode) or applies the acceptance tests (chain mode), writes the
-// outputs, and empties the slots and the counter for the next call. Nothing is read a second time
-// after the pass, so the finish costs one dependent L2 trip, as greedy verification's does.
+// warp of the pass takes 1024-element segments of one row (target probabilities, or max(p - q, 0)
+// for a chain's rejected draft). For each segment, while its weights are still in registers, it
+// computes the segment's mass, its candidate token (inverse CDF inside the segment with the
+// segment's draw coin) and its race key mass / -ln(race coin). The segment with the largest key
+// wins with probability mass / total, so the row's draw is a max over (key, candidate) pairs:
+// each block reduces its warps' pairs into one 64-bit slot that is zero between calls, and the
+// block holding the request's last ticket (see verify_fused.cu) waits for the request's slots,
+// takes each row's winner, walks the tree (tree mode) or writes the chain's outputs, and empties
+// the slots and the counter for the next call. Nothing is read a second time after the pass, so
+// the finish costs one dependent L2 trip, as greedy verification's does. Tree mode draws at every
+// node. Chain mode runs the acceptance tests first, in every block, and draws from the one row
+// they select: it reads one target row and at most one draft row per request.
 #include "common.cuh"
 #include "phase_stamps.cuh"
 
@@ -218,20 +220,17 @@ __device__ __forceinline__ int chain_first_reject(const SamplingArgs& a, int b, 
   return k;
 }
 
-template <int kMode, bool kVec>
-__global__ void __launch_bounds__(kThreads, 2) sampling_kernel(SamplingArgs a) {
+/// Tree mode: a draw at every node, then the walk.
+template <bool kVec>
+__global__ void __launch_bounds__(kThreads, 2) tree_sampling_kernel(SamplingArgs a) {
   SPECBENCH_PHASE_START();
   // Block -> (row, split) -> (request, row) by multiply-shift: no integer division before the
   // first loads (a 64-bit one here before).
   const uint32_t growu = a.split_div.div(blockIdx.x);
   const int split = static_cast<int>(blockIdx.x - growu * a.split_div.d);
   const int b = static_cast<int>(a.row_div.div(growu));
-  const int i = static_cast<int>(growu - static_cast<uint32_t>(b) * a.row_div.d);
   const int64_t grow = growu;
-  const bool residual = kMode == kChain && i < a.rows - 1;
   const float* p = a.target + grow * a.vocab;
-  const float* q =
-      residual ? a.draft + (static_cast<int64_t>(b) * (a.rows - 1) + i) * a.vocab : nullptr;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int warps = static_cast<int>(blockDim.x >> 5);
   const int n = a.rows;
@@ -249,7 +248,7 @@ __global__ void __launch_bounds__(kThreads, 2) sampling_kernel(SamplingArgs a) {
   // The pass: each warp races its segments; the block's best entry goes into its slot.
   const int64_t seg_begin = split * a.segs_per_split;
   const int64_t seg_end = min(a.segs, seg_begin + a.segs_per_split);
-  const uint64_t mine = race_segments<kVec>(p, q, residual, a.vocab, seg_begin + warp, seg_end,
+  const uint64_t mine = race_segments<kVec>(p, nullptr, false, a.vocab, seg_begin + warp, seg_end,
                                             warps, seed, offset, static_cast<uint32_t>(grow));
   SPECBENCH_PHASE(2, mine); // warp 0's segments are raced
   __shared__ uint64_t red[kWarps];
@@ -264,8 +263,7 @@ __global__ void __launch_bounds__(kThreads, 2) sampling_kernel(SamplingArgs a) {
     if (!(is_last && lean))
       store_slot(&a.slots[blockIdx.x], best); // block (row, split)'s slot; never zero
     // The request's first block, done early, asks L2 for the tree that the reducing block reads.
-    if (kMode == kTree && lean && !is_last &&
-        blockIdx.x == static_cast<uint32_t>(b) * per_request) {
+    if (lean && !is_last && blockIdx.x == static_cast<uint32_t>(b) * per_request) {
       prefetch_l2(a.tokens + row0);
       prefetch_l2(a.tokens + row0 + n - 1);
       if (a.parents) {
@@ -279,45 +277,27 @@ __global__ void __launch_bounds__(kThreads, 2) sampling_kernel(SamplingArgs a) {
   if (!is_last)
     return;
   SPECBENCH_PHASE_LAST_DEP(4, b, best); // the reducing block knows it reduces
-  const int k = n - 1;
 
   if (lean) {
     // A small request (lean_drain): warps 1 and 2 drain every slot at once while warp 0 prepares
-    // the walk (tree) or runs the acceptance tests (chain); the other warps leave.
+    // the walk; the other warps leave.
     if (tid >= 96)
       return;
     SmallTreeWalk walk;
-    int pos = k; // chain: the first rejected draft, k when every draft stands
-    int32_t draft = -1;
     // The own slot from the block index: `i` and `split` are not kept live through the pass.
     const int own_slot = static_cast<int>(blockIdx.x - static_cast<uint32_t>(row0 * a.splits));
     const uint64_t m = lean_drain(a.slots + row0 * a.splits, n, a.split_div, own_slot, best, [&] {
-      if (kMode == kTree) {
-        EarlyTree tree;
-        tree.load(a.parents, a.tokens, row0, n);
-        walk.prepare(n, a.parents == nullptr, tree.parent, tree.token);
-      } else {
-        pos = chain_first_reject(a, b, seed, offset, [&](int, int32_t d) { draft = d; });
-      }
+      EarlyTree tree;
+      tree.load(a.parents, a.tokens, row0, n);
+      walk.prepare(n, a.parents == nullptr, tree.parent, tree.token);
     });
     if (tid >= 32)
       return;
     SPECBENCH_PHASE_LAST(2, b); // every slot of the request is in
-    int32_t t = entry_token(m);
-    if (kMode == kTree) {
-      if (a.target_out && lane < n)
-        a.target_out[row0 + lane] = t;
-      walk.finish(t, n, a.out_tokens, a.accepted, a.bonus, b);
-    } else {
-      t = __shfl_sync(0xFFFFFFFFu, t, pos);
-      if (t < 0 && pos < k) // rare: p <= q on all of row pos (see the full tail below)
-        t = entry_token(race_row<kVec>(a.target + (row0 + pos) * a.vocab, a.vocab, 0, a.segs, 1,
-                                       seed, offset, static_cast<uint32_t>(row0 + pos)));
-      if (lane < n)
-        a.out_tokens[row0 + lane] = lane < pos ? draft : (lane == pos ? t : -1);
-      if (lane == 0)
-        a.accepted[b] = pos;
-    }
+    const int32_t t = entry_token(m);
+    if (a.target_out && lane < n)
+      a.target_out[row0 + lane] = t;
+    walk.finish(t, n, a.out_tokens, a.accepted, a.bonus, b);
     if (lane == 0)
       a.counters[b] = 0;        // every block of the request has taken its ticket
     SPECBENCH_PHASE_LAST(3, b); // the outputs are written
@@ -330,21 +310,16 @@ __global__ void __launch_bounds__(kThreads, 2) sampling_kernel(SamplingArgs a) {
   int32_t* tok = par + n;
   int32_t* tgt = tok + n;
   int32_t* first = tgt + n;
-  __shared__ int reject_at;
-  __shared__ int fallback_token;
   // Loads that do not depend on the slots are issued before the polls.
   EarlyTree tree;
-  if (kMode == kTree)
-    tree.load(a.parents, a.tokens, row0, n);
+  tree.load(a.parents, a.tokens, row0, n);
   // Wait until each slot of the request is written, empty it for the next call, and keep each
   // row's max: a warp per row, or a thread per row when a row has one slot (large batches or
-  // trees, small vocabularies). Chain mode leaves warp 0 to the acceptance tests, whose loads
-  // overlap the polls.
-  const int poll0 = kMode == kChain ? 1 : 0;
-  if (warp >= poll0 && a.splits == 1) {
-    const int pollers = (warps - poll0) * 32;
+  // trees, small vocabularies).
+  if (a.splits == 1) {
+    const int pollers = warps * 32;
     uint64_t* s = a.slots + row0;
-    for (int r0 = tid - 32 * poll0; r0 < n; r0 += 4 * pollers) {
+    for (int r0 = tid; r0 < n; r0 += 4 * pollers) {
       uint64_t v[4];
 #pragma unroll
       for (int u = 0; u < 4; ++u) // four loads in flight before any is used
@@ -358,78 +333,132 @@ __global__ void __launch_bounds__(kThreads, 2) sampling_kernel(SamplingArgs a) {
           store_slot(s + r, 0);
           const int t = entry_token(v[u]);
           tgt[r] = t;
-          if (kMode == kTree && a.target_out)
+          if (a.target_out)
             a.target_out[row0 + r] = t;
         }
       }
     }
-  } else if (warp >= poll0) {
-    for (int r = warp - poll0; r < n; r += warps - poll0) {
+  } else {
+    for (int r = warp; r < n; r += warps) {
       const uint64_t m = warp_drain_slots_max(a.slots + (row0 + r) * a.splits, a.splits);
       if (r == 0)
         SPECBENCH_PHASE_LAST_DEP(6, b, m); // warp 0's row is drained
       if (lane == 0) {
         const int t = entry_token(m);
         tgt[r] = t;
-        if (kMode == kTree && a.target_out)
+        if (a.target_out)
           a.target_out[row0 + r] = t;
       }
     }
-  } else {
-    reject_at = chain_first_reject(a, b, seed, offset, [&](int j, int32_t d) {
-      tok[j] = d; // for the outputs: no second load after the barrier
-    });
   }
-  if (kMode == kTree)
-    tree.store(par, tok, a.parents, a.tokens, row0, n);
+  tree.store(par, tok, a.parents, a.tokens, row0, n);
   SPECBENCH_PHASE_WARP_DONE(0); // this warp's rows are drained
   __syncthreads();
   SPECBENCH_PHASE_LAST(2, b);       // every slot of the request is drained
   SPECBENCH_PHASE_LAST_WARPS(7, b); // the last warp's rows were drained
-
-  if (kMode == kTree) {
-    if (warp == 0)
-      warp_walk_tree(a.parents ? par : nullptr, tok, tgt, first, n, a.out_tokens, a.accepted,
-                     a.bonus, b);
-  } else {
-    const int pos = reject_at;
-    int t = tgt[pos];
-    if (t < 0 && pos < k) {
-      // Rare: p <= q everywhere on row pos, so max(p - q, 0) has no mass and the token is drawn
-      // from p with the same coins. The whole block races p's row again.
-      const uint64_t e = race_row<kVec>(a.target + (row0 + pos) * a.vocab, a.vocab, warp, a.segs,
-                                        warps, seed, offset, static_cast<uint32_t>(row0 + pos));
-      const uint64_t m = block_max_packed(e, red);
-      if (tid == 0)
-        fallback_token = entry_token(m);
-      __syncthreads();
-      t = fallback_token;
-    }
-    if (warp == 0) {
-      int32_t* out = a.out_tokens + row0;
-      for (int j = lane; j < n; j += 32) // drafts before pos were loaded by the tests
-        out[j] = j < pos ? tok[j] : (j == pos ? t : -1);
-      if (lane == 0)
-        a.accepted[b] = pos;
-    }
-  }
+  if (warp == 0)
+    warp_walk_tree(a.parents ? par : nullptr, tok, tgt, first, n, a.out_tokens, a.accepted, a.bonus,
+                   b);
   if (tid == 0)
     a.counters[b] = 0;        // every block of the request has taken its ticket
   SPECBENCH_PHASE_LAST(3, b); // the outputs are written
 }
 
-/// Blocks of `warps` warps of sampling_kernel<kMode, kVec> that one SM holds at once (cached per
-/// device and block size).
-template <int kMode, bool kVec> int resident_blocks(int warps) {
-  static int cache[64][kWarps + 1] = {};
+/// Chain mode. The token comes from one row only: the first rejected draft's residual
+/// max(p - q, 0), or p_k when every draft stands, and the acceptance tests that find that row
+/// need no draw. So every block first runs the tests (warp 0; the request's other blocks run the
+/// same ones and find their gathers in L2), then races its segments of that row alone: the pass
+/// reads one target row and at most one draft row per request instead of all 2k + 1. Same draws
+/// as racing every row, since a row's coins depend on the row alone.
+template <bool kVec>
+__global__ void __launch_bounds__(kThreads, 2) chain_sampling_kernel(SamplingArgs a) {
+  SPECBENCH_PHASE_START();
+  const uint32_t bu = a.split_div.div(blockIdx.x); // one row per request: blocks (request, split)
+  const int split = static_cast<int>(blockIdx.x - bu * a.split_div.d);
+  const int b = static_cast<int>(bu);
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  const int warps = static_cast<int>(blockDim.x >> 5);
+  const int n = a.rows, k = n - 1;
+  const int64_t row0 = static_cast<int64_t>(b) * n;
+  uint32_t ticket = 0;
+  if (tid == 0)
+    ticket = take_ticket(&a.counters[b]);
+  uint64_t seed = a.seed, offset = a.offset;
+  if (a.dev_seed_offset) {
+    seed = a.dev_seed_offset[0];
+    offset = a.dev_seed_offset[1];
+  }
+
+  // The acceptance tests: the row to draw from.
+  __shared__ int reject_at;
+  int32_t draft = -1; // lane j's draft, j < 32 (the outputs)
+  if (warp == 0) {
+    const int pos = chain_first_reject(a, b, seed, offset, [&](int j, int32_t d) {
+      if (j < 32)
+        draft = d;
+    });
+    if (lane == 0)
+      reject_at = pos;
+  }
+  __syncthreads();
+  const int pos = reject_at;
+  const bool residual = pos < k;
+  const float* p = a.target + (row0 + pos) * a.vocab;
+  const float* q = residual ? a.draft + (static_cast<int64_t>(b) * k + pos) * a.vocab : nullptr;
+  const uint32_t row = static_cast<uint32_t>(row0 + pos);
+
+  // The pass over that row, then the hand-off as in tree mode (one row, so always the lean tail).
+  const int64_t seg_begin = split * a.segs_per_split;
+  const int64_t seg_end = min(a.segs, seg_begin + a.segs_per_split);
+  const uint64_t mine = race_segments<kVec>(p, q, residual, a.vocab, seg_begin + warp, seg_end,
+                                            warps, seed, offset, row);
+  SPECBENCH_PHASE(2, mine); // warp 0's segments are raced
+  __shared__ uint64_t red[kWarps];
+  __shared__ bool is_last;
+  const uint64_t best = block_max_packed(mine, red); // valid in thread 0
+  if (tid == 0) {
+    is_last = ticket == static_cast<uint32_t>(a.splits) - 1;
+    if (!is_last)
+      store_slot(&a.slots[blockIdx.x], best); // block (request, split)'s slot; never zero
+  }
+  SPECBENCH_PHASE(3, best); // the block's entry is stored
+  __syncthreads();
+  if (!is_last || tid >= 96)
+    return;
+  SPECBENCH_PHASE_LAST_DEP(4, b, best); // the reducing block knows it reduces
+  const uint64_t m =
+      lean_drain(a.slots + static_cast<int64_t>(b) * a.splits, 1, a.split_div, split, best, [] {});
+  if (tid >= 32)
+    return;
+  SPECBENCH_PHASE_LAST(2, b); // every slot of the request is in
+  int32_t t = entry_token(__shfl_sync(0xFFFFFFFFu, m, 0));
+  // Rare: p <= q everywhere on row pos, so max(p - q, 0) has no mass and the token is drawn from
+  // p with the same coins (warp 0 races p's whole row).
+  if (t < 0 && residual)
+    t = entry_token(race_row<kVec>(p, a.vocab, 0, a.segs, 1, seed, offset, row));
+  int32_t* out = a.out_tokens + row0;
+  for (int j = lane; j < n; j += 32) {
+    const int32_t d = j < pos ? (j < 32 ? draft : a.tokens[static_cast<int64_t>(b) * k + j]) : -1;
+    out[j] = j < pos ? d : (j == pos ? t : -1);
+  }
+  if (lane == 0) {
+    a.accepted[b] = pos;
+    a.counters[b] = 0; // every block of the request has taken its ticket
+  }
+  SPECBENCH_PHASE_LAST(3, b); // the outputs are written
+}
+
+/// Blocks of `warps` warps of `kernel` (`id` names it for the cache) that one SM holds at once,
+/// cached per device, kernel and block size.
+template <class Kernel> int resident_blocks(Kernel kernel, int id, int warps) {
+  static int cache[64][4][kWarps + 1] = {};
   int dev = 0;
   if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64)
     return 1;
-  int& c = cache[dev][warps];
+  int& c = cache[dev][id][warps];
   if (c == 0) {
     int v = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v, sampling_kernel<kMode, kVec>, warps * 32,
-                                                      0) != cudaSuccess) {
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v, kernel, warps * 32, 0) != cudaSuccess) {
       (void)cudaGetLastError();
       v = 1;
     }
@@ -440,8 +469,10 @@ template <int kMode, bool kVec> int resident_blocks(int warps) {
 
 int sampling_resident_blocks(int mode, bool vec, int warps) {
   if (mode == kTree)
-    return vec ? resident_blocks<kTree, true>(warps) : resident_blocks<kTree, false>(warps);
-  return vec ? resident_blocks<kChain, true>(warps) : resident_blocks<kChain, false>(warps);
+    return vec ? resident_blocks(tree_sampling_kernel<true>, 0, warps)
+               : resident_blocks(tree_sampling_kernel<false>, 1, warps);
+  return vec ? resident_blocks(chain_sampling_kernel<true>, 2, warps)
+             : resident_blocks(chain_sampling_kernel<false>, 3, warps);
 }
 
 Status launch_sampling(int mode, SamplingArgs a, int batch, std::size_t smem, Stream stream,
@@ -450,7 +481,8 @@ Status launch_sampling(int mode, SamplingArgs a, int batch, std::size_t smem, St
   const bool vec = reinterpret_cast<uintptr_t>(a.target) % 16 == 0 &&
                    (a.draft == nullptr || reinterpret_cast<uintptr_t>(a.draft) % 16 == 0) &&
                    a.vocab % 4 == 0;
-  const int64_t rows = static_cast<int64_t>(batch) * a.rows;
+  // Rows raced: every node's in tree mode, one per request in chain mode.
+  const int64_t rows = mode == kTree ? static_cast<int64_t>(batch) * a.rows : batch;
   // About four blocks of 8 warps per SM, a warp per segment at a time.
   const int64_t sms = sm_count();
   int warps = kWarps;
@@ -474,6 +506,8 @@ Status launch_sampling(int mode, SamplingArgs a, int batch, std::size_t smem, St
     splits = (a.segs + warps - 1) / warps;
   }
   splits = splits < 1 ? 1 : splits;
+  if (mode == kChain && splits > 64 * kLeanDrainLoads) // chain mode always drains with lean_drain
+    splits = 64 * kLeanDrainLoads;
   a.segs_per_split = (a.segs + splits - 1) / splits;
   a.splits = static_cast<int>((a.segs + a.segs_per_split - 1) / a.segs_per_split);
   const int64_t blocks = rows * a.splits;
@@ -486,14 +520,14 @@ Status launch_sampling(int mode, SamplingArgs a, int batch, std::size_t smem, St
   const unsigned t = static_cast<unsigned>(warps * 32);
   if (mode == kTree) {
     if (vec)
-      sampling_kernel<kTree, true><<<g, t, smem, stream>>>(a);
+      tree_sampling_kernel<true><<<g, t, smem, stream>>>(a);
     else
-      sampling_kernel<kTree, false><<<g, t, smem, stream>>>(a);
+      tree_sampling_kernel<false><<<g, t, smem, stream>>>(a);
   } else {
     if (vec)
-      sampling_kernel<kChain, true><<<g, t, smem, stream>>>(a);
+      chain_sampling_kernel<true><<<g, t, 0, stream>>>(a);
     else
-      sampling_kernel<kChain, false><<<g, t, smem, stream>>>(a);
+      chain_sampling_kernel<false><<<g, t, 0, stream>>>(a);
   }
   return launch_status(where);
 }
@@ -565,8 +599,7 @@ Status verify_chain_sampling(const float* draft_probs, const int32_t* draft_toke
   a.tokens = draft_tokens;
   a.out_tokens = output_tokens;
   a.accepted = accepted;
-  return detail::launch_sampling(detail::kChain, a, batch, detail::sampling_smem(k + 1), stream,
-                                 where);
+  return detail::launch_sampling(detail::kChain, a, batch, 0, stream, where);
 }
 
 } // namespace specbench::kernels
