@@ -129,12 +129,12 @@ std::size_t verify_sampling_workspace_bytes(int batch, int rows, int64_t vocab) 
 
 /// Tree speculative sampling, target-only (DDTree, SGLang with thresholds 1): every node draws
 /// the target's own token from `target_probs` with the segment-race draw of
-/// sampling_reference.hpp (the coins of row b * nodes + i: in-segment coin tag 0, race coin of
-/// segment s tag 2 + s); the walk then follows children whose token equals the draw, and the draw
-/// at the last accepted node is the bonus token. Each committed token is the target's sample, so
-/// the output distribution is the target's. One pass over the probabilities. Probabilities need not
-/// be normalised; zero-probability tokens are never drawn. Workspace:
-/// verify_sampling_workspace_bytes(batch, nodes, vocab), zeroed once.
+/// sampling_reference.hpp (the coins of row b * nodes + i: segment s's race coin and draw coin
+/// are the first two words of the Philox block of tag 2 + s); the walk then follows children whose
+/// token equals the draw, and the draw at the last accepted node is the bonus token. Each committed
+/// token is the target's sample, so the output distribution is the target's. One pass over the
+/// probabilities. Probabilities need not be normalised; zero-probability tokens are never drawn.
+/// Workspace: verify_sampling_workspace_bytes(batch, nodes, vocab), zeroed once.
 Status verify_tree_sampling(const float* target_probs, // [batch, nodes, vocab] fp32
                             const int32_t* parents,    // [batch, nodes] int32, or nullptr (chain)
                             const int32_t* tokens,     // [batch, nodes] int32
@@ -148,8 +148,9 @@ Status verify_tree_sampling(const float* target_probs, // [batch, nodes, vocab] 
 /// Chain speculative sampling (Leviathan et al.): draft i is accepted when u_i * q_i(d_i) <
 /// p_i(d_i) with u_i = u(seed, offset, b * (k + 1) + i, tag 1); at the first rejection the token
 /// is drawn from max(p - q, 0) (from p when that is all zero), after k acceptances from p_k, each
-/// by the segment-race draw with the coins of row b * (k + 1) + i. All k + 1 rows are read once
-/// (a row whose max(p - q, 0) is all zero is read a second time, to draw from p).
+/// by the segment-race draw with the coins of row b * (k + 1) + i. The acceptance tests run
+/// first, so only the row drawn from is read: one target row and at most one draft row per request
+/// (when that max(p - q, 0) is all zero, the target row is read a second time, to draw from p).
 /// Workspace: verify_sampling_workspace_bytes(batch, k + 1, vocab), zeroed once.
 Status verify_chain_sampling(const float* draft_probs,    // [batch, k, vocab] fp32
                              const int32_t* draft_tokens, // [batch, k] int32
