@@ -550,9 +550,12 @@ TEST(KernelsGpu, ChainSamplingMatchesReferenceOnRandomInputs) {
         Dev<int32_t> drafts(dr), out(static_cast<size_t>(batch) * (kk + 1)), acc(batch);
         Workspace ws(k::verify_sampling_workspace_bytes(batch, kk + 1, V));
         out.poison();
-        STATUS_OK(k::verify_chain_sampling(ddq.p, drafts.p, dtp.p, batch, kk, V,
-                                           k::PhiloxArgs{3, 4}, out.p, acc.p, ws.p, ws.bytes,
-                                           nullptr));
+        // Odd k: the seed and offset come from device memory (graph replays), the same {3, 4}.
+        Dev<uint64_t> so(std::vector<uint64_t>{3, 4});
+        const k::PhiloxArgs rng_args =
+            kk % 2 == 1 ? k::PhiloxArgs{0, 0, so.p} : k::PhiloxArgs{3, 4, nullptr};
+        STATUS_OK(k::verify_chain_sampling(ddq.p, drafts.p, dtp.p, batch, kk, V, rng_args, out.p,
+                                           acc.p, ws.p, ws.bytes, nullptr));
         const auto O = out.get(), A = acc.get();
         for (int b = 0; b < batch; ++b) {
           const ChainSamplingResult r = verify_chain_sampling_reference(
