@@ -304,7 +304,9 @@ SPECBENCH_PHASE_ATTACH(phase_attach_fused)
 /// once, and a chunk that ends inside a batch repeats loads for nothing and, when it spans more
 /// than one batch, adds a dependent round trip (1 x 16 at 25 splits, three loads in a batch of
 /// four, took 4.03 to 4.10 us, and at 19 splits 3.98 to 4.02; 1 x 64 at 9 splits, batches of 4,
-/// 4 and 1, 12.3 to 12.5 cold, and at 7 splits 11.1 to 11.6: 19:15 UTC run). Returns splits and
+/// 4 and 1, 12.3 to 12.5 cold, and at 7 splits 11.1 to 11.6: 19:15 UTC run). When more blocks,
+/// still in one wave, give every thread fewer batches, it takes them (1 x 64: 10 splits of two
+/// batches, 10.6 us cold, against 7 of three, 11.3: 2026-12-03 22:49 UTC). Returns splits and
 /// sets `chunk`.
 int greedy_splits(int64_t rows, int64_t vocab, int resident_per_sm, int batch_granules,
                   int64_t* chunk) {
@@ -317,6 +319,12 @@ int greedy_splits(int64_t rows, int64_t vocab, int resident_per_sm, int batch_gr
   const int max_splits = greedy_max_splits(vocab);
   if (splits > max_splits)
     splits = max_splits;
+  // More blocks, up to what fits in one wave, when that takes a batch of loads off every thread:
+  // each batch is one more dependent round trip (1 x 64: 448 blocks of three batches; 640 of two).
+  const int64_t batch = static_cast<int64_t>(batch_granules) * kGreedyGranule;
+  const int64_t most = fit < max_splits ? (fit < 1 ? 1 : fit) : max_splits;
+  if ((vocab + most * batch - 1) / (most * batch) < (vocab + splits * batch - 1) / (splits * batch))
+    splits = most;
   int64_t granules = ((vocab + splits - 1) / splits + kGreedyGranule - 1) / kGreedyGranule;
   granules = (granules + batch_granules - 1) / batch_granules * batch_granules;
   const int64_t c = granules * kGreedyGranule;
