@@ -192,6 +192,17 @@ __device__ __noinline__ uint64_t race_row(const float* p, int64_t vocab, int64_t
   return race_segments<kVec>(p, nullptr, false, vocab, first, end, step, seed, offset, row);
 }
 
+/// The call's Philox seed and offset: the arguments', or the pair in device memory when given
+/// (graph replays draw new numbers).
+struct SeedOffset {
+  uint64_t seed, offset;
+};
+__device__ __forceinline__ SeedOffset seed_offset(const SamplingArgs& a) {
+  if (a.dev_seed_offset)
+    return {a.dev_seed_offset[0], a.dev_seed_offset[1]};
+  return {a.seed, a.offset};
+}
+
 /// Chain mode, by one whole warp: the first draft that does not stand, or k (every draft stands).
 /// Draft j stands when u_j * q_j(d_j) < p_j(d_j). `keep(j, d)` sees each tested draft in its lane.
 template <class Keep>
@@ -239,11 +250,8 @@ __global__ void __launch_bounds__(kThreads, 2) tree_sampling_kernel(SamplingArgs
   uint32_t ticket = 0;
   if (tid == 0)
     ticket = take_ticket(&a.counters[b]);
-  uint64_t seed = a.seed, offset = a.offset;
-  if (a.dev_seed_offset) {
-    seed = a.dev_seed_offset[0];
-    offset = a.dev_seed_offset[1];
-  }
+  const SeedOffset so = seed_offset(a);
+  const uint64_t seed = so.seed, offset = so.offset;
 
   // The pass: each warp races its segments; the block's best entry goes into its slot.
   const int64_t seg_begin = split * a.segs_per_split;
@@ -383,11 +391,8 @@ __global__ void __launch_bounds__(kThreads, 2) chain_sampling_kernel(SamplingArg
   uint32_t ticket = 0;
   if (tid == 0)
     ticket = take_ticket(&a.counters[b]);
-  uint64_t seed = a.seed, offset = a.offset;
-  if (a.dev_seed_offset) {
-    seed = a.dev_seed_offset[0];
-    offset = a.dev_seed_offset[1];
-  }
+  const SeedOffset so = seed_offset(a);
+  const uint64_t seed = so.seed, offset = so.offset;
 
   // The acceptance tests: the row to draw from.
   __shared__ int reject_at;
