@@ -33,6 +33,25 @@ inline Status launch_status(const char* where) {
   return cuda_status(cudaGetLastError(), where, "kernel launch");
 }
 
+/// Blocks of `kernel` that one SM of the current device holds at once with `threads` threads
+/// and `smem` bytes of dynamic shared memory, asked once per device: `cache` holds 64 entries,
+/// zero until asked. `fallback` when the runtime cannot say.
+template <class Kernel>
+int cached_resident_blocks(Kernel kernel, int threads, std::size_t smem, int* cache, int fallback) {
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64)
+    return fallback;
+  if (cache[dev] == 0) {
+    int v = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v, kernel, threads, smem) != cudaSuccess) {
+      (void)cudaGetLastError();
+      v = fallback;
+    }
+    cache[dev] = v > 0 ? v : 1;
+  }
+  return cache[dev];
+}
+
 /// Multiprocessors of the current device (cached per device; 132 on an H200).
 int sm_count();
 /// Opt-in shared memory per block of the current device, bytes.
@@ -219,8 +238,8 @@ __device__ __forceinline__ bool lean_tail_fits(int nodes, int splits) {
 /// A small request's drain (lean_tail_fits) in warps 0 to 2 of the reducing block, with no full
 /// block barrier: threads 96 and up must have left. Thread t < 64 of warps 1 and 2 takes node
 /// t % P (P = lean_node_span) and every (64 / P)-th of its slots, all in flight at once, so that
-/// no poll waits behind warp 0, which runs `prepare()` meanwhile (work that needs no slot: the
-/// walk's preparation, the chain's acceptance tests). Shuffles, then one 96-thread barrier,
+/// no poll waits behind warp 0, which runs `prepare()` meanwhile (work that needs no slot, such
+/// as the walk's preparation). Shuffles, then one 96-thread barrier,
 /// combine a node's threads. Slot `own_slot` (row * splits + split, counted from `slots`) holds
 /// the calling block's own entry `own` (valid in thread 0), which it never stored: the reducing
 /// block is usually the last to finish, and a store read back through L2 is a round trip. Returns

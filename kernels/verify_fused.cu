@@ -338,19 +338,7 @@ namespace {
 /// below what the registers allow.
 template <typename T, bool kVec> int resident_per_sm() {
   static int cache[64] = {};
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64)
-    return 4;
-  if (cache[dev] == 0) {
-    int v = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v, fused_greedy_kernel<T, kVec>, kThreads,
-                                                      32 * 1024) != cudaSuccess) {
-      (void)cudaGetLastError();
-      v = 4;
-    }
-    cache[dev] = v > 0 ? v : 1;
-  }
-  return cache[dev];
+  return cached_resident_blocks(fused_greedy_kernel<T, kVec>, kThreads, 32 * 1024, cache, 4);
 }
 
 template <typename T, bool kVec>

@@ -102,9 +102,10 @@ __device__ __forceinline__ void issue_segment(const float* p, const float* q, bo
 
 /// The weights of issue_segment's elements: max(p, floor), or max(p - q, floor) when `residual`.
 /// `floor` is 0 computed from the segment's coins, so that the weights, the loads' first use,
-/// wait for the coins: the compiler otherwise puts the coins (two Philox runs and a logarithm,
-/// about 150 instructions that need no data) after that first use, where a warp runs them once
-/// its data is in instead of while its loads are in flight (SASS of 2026-12-03 22:05 UTC).
+/// wait for the coins: the compiler otherwise puts the coins (a Philox run and a logarithm, about
+/// 90 instructions that need no data; two Philox runs when this was found) after that first use,
+/// where a warp runs them once its data is in instead of while its loads are in flight (SASS of
+/// 2026-12-03 22:05 UTC).
 __device__ __forceinline__ void segment_weights(const float (&v)[32], const float (&d)[32],
                                                 bool residual, float floor, float (&w)[32]) {
 #pragma unroll
@@ -453,31 +454,16 @@ __global__ void __launch_bounds__(kThreads, 2) chain_sampling_kernel(SamplingArg
   SPECBENCH_PHASE_LAST(3, b); // the outputs are written
 }
 
-/// Blocks of `warps` warps of `kernel` (`id` names it for the cache) that one SM holds at once,
-/// cached per device, kernel and block size.
-template <class Kernel> int resident_blocks(Kernel kernel, int id, int warps) {
-  static int cache[64][4][kWarps + 1] = {};
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64)
-    return 1;
-  int& c = cache[dev][id][warps];
-  if (c == 0) {
-    int v = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v, kernel, warps * 32, 0) != cudaSuccess) {
-      (void)cudaGetLastError();
-      v = 1;
-    }
-    c = v > 0 ? v : 1;
-  }
-  return c;
-}
-
+/// Blocks of `warps` warps of the kernel for (mode, vec) that one SM holds at once.
 int sampling_resident_blocks(int mode, bool vec, int warps) {
+  static int cache[4][kWarps + 1][64] = {};
+  int* c = cache[mode * 2 + (vec ? 1 : 0)][warps];
+  const int t = warps * 32;
   if (mode == kTree)
-    return vec ? resident_blocks(tree_sampling_kernel<true>, 0, warps)
-               : resident_blocks(tree_sampling_kernel<false>, 1, warps);
-  return vec ? resident_blocks(chain_sampling_kernel<true>, 2, warps)
-             : resident_blocks(chain_sampling_kernel<false>, 3, warps);
+    return vec ? cached_resident_blocks(tree_sampling_kernel<true>, t, 0, c, 1)
+               : cached_resident_blocks(tree_sampling_kernel<false>, t, 0, c, 1);
+  return vec ? cached_resident_blocks(chain_sampling_kernel<true>, t, 0, c, 1)
+             : cached_resident_blocks(chain_sampling_kernel<false>, t, 0, c, 1);
 }
 
 Status launch_sampling(int mode, SamplingArgs a, int batch, std::size_t smem, Stream stream,
