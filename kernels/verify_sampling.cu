@@ -1,20 +1,24 @@
-// Sampling verification in one pass, with the segment-race draw of sampling_reference.hpp. Every
-// warp of the pass takes 1024-element segments of one row (target probabilities, or max(p - q, 0)
-// for a chain's rejected draft). For each segment, while its weights are still in registers, it
-// computes the segment's mass, its candidate token (inverse CDF inside the segment with the
+// Sampling verification with the segment-race draw of sampling_reference.hpp. A warp races
+// 1024-element segments of one row: for each segment, while its weights are still in registers,
+// it computes the segment's mass, its candidate token (inverse CDF inside the segment with the
 // segment's draw coin) and its race key mass / -ln(race coin). The segment with the largest key
-// wins with probability mass / total, so the row's draw is a max over (key, candidate) pairs:
-// each block reduces its warps' pairs into one 64-bit slot that is zero between calls, and the
-// block holding the request's last ticket (see verify_fused.cu) waits for the request's slots,
-// takes each row's winner, walks the tree (tree mode) or writes the chain's outputs, and empties
-// the slots and the counter for the next call. Nothing is read a second time after the pass, so
-// the finish costs one dependent L2 trip, as greedy verification's does. Tree mode draws at every
-// node. Chain mode runs the acceptance tests first, in every block, and draws from the one row
-// they select: it reads one target row and at most one draft row per request.
+// wins with probability mass / total, so a row's draw is a max over (key, candidate) pairs.
+// Both verifiers first find, without any draw, the one row the token comes from, and read only
+// that row:
+// - tree mode walks the tree with one coin per node against the children's target
+//   probabilities (SGLang's rule) and draws the bonus at the last node from the row without its
+//   children. A request is one thread-block cluster; the blocks reduce through rank 0's shared
+//   memory (tree_path_kernel).
+// - chain mode runs the acceptance tests and draws from the first rejected draft's residual
+//   max(p - q, 0), or p_k; the blocks reduce into 64-bit slots that are zero between calls, and
+//   the block holding the request's last ticket (see verify_fused.cu) waits for them
+//   (chain_sampling_kernel).
 #include "common.cuh"
 #include "phase_stamps.cuh"
 
 #include "specbench/detail/philox.hpp"
+
+#include <cooperative_groups.h>
 
 namespace specbench::kernels {
 namespace detail {
@@ -24,11 +28,12 @@ constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
 constexpr int kSeg = static_cast<int>(kSamplingSegment);
 
-enum Mode : int { kTree = 0, kChain = 1 };
-
-// Philox tags (sampling_reference.hpp): the chain acceptance coin, and 2 + s for the race and
-// draw coins of segment s (tag 0 is unused).
-constexpr uint32_t kTagAccept = 1, kTagRace0 = 2;
+// Philox tags (sampling_reference.hpp): a tree node's walk coin, the chain acceptance coin, and
+// 2 + s for the race and draw coins of segment s.
+constexpr uint32_t kTagWalk = 0, kTagAccept = 1, kTagRace0 = 2;
+// Tree mode: at most 16 warps per block and 16 blocks per cluster (one request).
+constexpr int kPathMaxThreads = 512;
+constexpr int kPathMaxCluster = 16;
 
 struct SamplingArgs {
   const float* target;    // [batch, rows, vocab]
@@ -158,12 +163,37 @@ __device__ __forceinline__ uint64_t segment_entry(const float (&w)[32], float u,
   return race_entry(mass / e, token);
 }
 
-/// The best race entry of segments first, first + step, ... < end of one row, by a whole warp.
-template <bool kVec>
+/// Zeroes the weights of the tokens in `mask` [nmask] (shared memory) that fall into the segment
+/// at `base`: the residual of tree mode, a row without the final node's children. Usually no
+/// token falls in, and a ballot per 32 tokens is all it costs.
+__device__ __forceinline__ void mask_segment(const int32_t* mask, int nmask, int64_t base,
+                                             float (&w)[32]) {
+  const int lane = threadIdx.x & 31;
+  for (int c0 = 0; c0 < nmask; c0 += 32) {
+    const int64_t off = c0 + lane < nmask ? mask[c0 + lane] - base : -1;
+    unsigned hits = __ballot_sync(0xFFFFFFFFu, off >= 0 && off < kSeg);
+    while (hits) {
+      const int src = __ffs(hits) - 1;
+      hits &= hits - 1;
+      const int o = static_cast<int>(__shfl_sync(0xFFFFFFFFu, off, src));
+      const int q = (o >> 7) * 4 + (o & 3); // seg_elem's inverse
+      if (lane == ((o & 127) >> 2)) {
+#pragma unroll
+        for (int k = 0; k < 32; ++k)
+          w[k] = k == q ? 0.0f : w[k];
+      }
+    }
+  }
+}
+
+/// The best race entry of segments first, first + step, ... < end of one row, by a whole warp;
+/// with kMasked, the tokens in `mask` weigh 0 (mask_segment).
+template <bool kVec, bool kMasked = false>
 __device__ __forceinline__ uint64_t race_segments(const float* p, const float* q, bool residual,
                                                   int64_t vocab, int64_t first, int64_t end,
                                                   int64_t step, uint64_t seed, uint64_t offset,
-                                                  uint32_t row) {
+                                                  uint32_t row, const int32_t* mask = nullptr,
+                                                  int nmask = 0) {
   // The segment's two coins (one Philox run and a logarithm) need no data: they are computed
   // after its loads are issued, and the weights wait for them (segment_weights).
   float v[32], d[32], w[32];
@@ -173,6 +203,8 @@ __device__ __forceinline__ uint64_t race_segments(const float* p, const float* q
         seed, offset, row, kTagRace0 + static_cast<uint32_t>(seg));
     const float e = -logf(c.race);
     segment_weights(v, d, residual, __fmul_rn(e, 0.0f) * c.draw, w); // 0, after both coins
+    if (kMasked)
+      mask_segment(mask, nmask, seg * kSeg, w);
     return segment_entry(w, c.draw, e, seg * kSeg);
   };
   if (first >= end)
@@ -232,145 +264,234 @@ __device__ __forceinline__ int chain_first_reject(const SamplingArgs& a, int b, 
   return k;
 }
 
-/// Tree mode: a draw at every node, then the walk.
+/// Tree mode's walk for n <= 32 nodes, by warp 0 (lane i holds node i). Node c is "chosen" when
+/// its parent's walk coin u falls in c's interval among its siblings: [before, before + w) with w
+/// its weight (its target probability under its parent, 0 for a repeated token or an invalid
+/// one) and `before` the sum of its earlier siblings' weights, added one at a time in index order
+/// (the reference's float order). A node is on the path when it and every ancestor below the root
+/// is chosen. Stores the final node and its children's tokens (the residual's mask) for the
+/// block; rank 0 also writes the path, the accepted count and the path's target tokens.
+__device__ __forceinline__ void warp_path_walk(const SamplingArgs& a, int b, uint64_t seed,
+                                               uint64_t offset, bool writer, int* s_final,
+                                               int* s_nmask, int32_t* s_mask) {
+  const int lane = threadIdx.x & 31, n = a.rows;
+  const int64_t row0 = static_cast<int64_t>(b) * n;
+  int parent = -1, token = -1;
+  if (lane < n) {
+    parent = a.parents ? a.parents[row0 + lane] : lane - 1;
+    token = a.tokens[row0 + lane];
+  }
+  const bool linked = lane > 0 && lane < n && parent >= 0 && parent < n && parent != lane;
+  const bool valid = linked && token >= 0 && token < a.vocab;
+  const float cp = valid ? __ldcg(a.target + (row0 + parent) * a.vocab + token) : 0.0f;
+  // Everything below up to the weight needs the tree only, so it runs while the gather is out.
+  const float u = valid ? specbench::detail::philox_uniform(
+                              seed, offset, static_cast<uint32_t>(row0 + parent), kTagWalk)
+                        : 0.0f;
+  unsigned chain = linked ? 1u << lane : 0u; // this node and its ancestors, the root left out
+  int up = linked ? parent : lane;
+  for (int span = 1; span < n; span <<= 1) {
+    chain |= __shfl_sync(0xFFFFFFFFu, chain, up);
+    up = __shfl_sync(0xFFFFFFFFu, up, up);
+  }
+  const bool reaches = up == 0;
+  const unsigned lower = (1u << lane) - 1u;
+  const unsigned long long key =
+      valid ? (static_cast<unsigned long long>(static_cast<uint32_t>(parent)) << 32) |
+                  static_cast<uint32_t>(token)
+            : ~0ull - static_cast<unsigned long long>(lane);
+  const unsigned same = __match_any_sync(0xFFFFFFFFu, key); // every lane votes (no `valid &&`)
+  const bool repeated = valid && (same & lower) != 0u;
+  const unsigned siblings = __match_any_sync(0xFFFFFFFFu, valid ? parent : -1 - lane) & lower;
+  const float w = valid && !repeated ? fmaxf(cp, 0.0f) : 0.0f;
+  float before = 0.0f;
+#pragma unroll
+  for (int j = 0; j < 32; ++j) {
+    const float wj = __shfl_sync(0xFFFFFFFFu, w, j);
+    if ((siblings >> j) & 1u)
+      before += wj;
+  }
+  const bool chosen = w > 0.0f && before <= u && u < before + w;
+  const unsigned chosen_mask = __ballot_sync(0xFFFFFFFFu, chosen);
+  const bool on_path = lane == 0 || (lane < n && reaches && (chain & ~chosen_mask) == 0u);
+  const int depth = __popc(chain);
+  const int len = static_cast<int>(__reduce_max_sync(0xFFFFFFFFu, on_path ? depth : 0));
+  const unsigned last = __ballot_sync(0xFFFFFFFFu, on_path && depth == len);
+  const int f = __ffs(last) - 1;
+  // The residual's mask: the valid tokens of f's children (a repeated token twice, harmlessly).
+  const unsigned kids = __ballot_sync(0xFFFFFFFFu, valid && parent == f);
+  if ((kids >> lane) & 1u)
+    s_mask[__popc(kids & lower)] = token;
+  if (lane == 0) {
+    *s_final = f;
+    *s_nmask = __popc(kids);
+  }
+  if (!writer)
+    return;
+  int32_t* path_row = a.out_tokens + row0;
+  const unsigned off_path = __ballot_sync(0xFFFFFFFFu, !on_path && lane < n);
+  if (on_path)
+    path_row[depth] = lane;
+  else if (lane < n) // positions len + 1 .. n - 1; off-path lanes number n - 1 - len
+    path_row[len + 1 + __popc(off_path & lower)] = -1;
+  if (a.target_out) {
+    if (on_path && lane > 0)
+      a.target_out[row0 + parent] = token; // the token the walk took at the parent
+    else if (!on_path && lane < n)
+      a.target_out[row0 + lane] = -1;
+  }
+  if (lane == 0)
+    a.accepted[b] = len;
+}
+
+/// The same walk for trees of more than 32 nodes, by the whole block through shared memory
+/// (`scratch` holds 6 n ints), with the same float sums; thread 0 follows the chosen children.
+__device__ void block_path_walk(const SamplingArgs& a, int b, uint64_t seed, uint64_t offset,
+                                bool writer, int* s_final, int* s_nmask, int32_t* s_mask,
+                                int32_t* scratch) {
+  const int n = a.rows, tid = threadIdx.x, step = blockDim.x;
+  const int64_t row0 = static_cast<int64_t>(b) * n;
+  int32_t* par = scratch;
+  int32_t* tok = par + n;
+  float* w = reinterpret_cast<float*>(tok + n);
+  float* w1 = w + n;                                  // the weights without repeats
+  int32_t* next = reinterpret_cast<int32_t*>(w1 + n); // the chosen child of each node, or -1
+  int32_t* on = next + n;                             // 1 for a node on the path
+  const auto is_valid = [&](int i) {
+    const int p = par[i];
+    return i > 0 && p >= 0 && p < n && p != i && tok[i] >= 0 && tok[i] < a.vocab;
+  };
+  for (int i = tid; i < n; i += step) {
+    const int p = a.parents ? a.parents[row0 + i] : i - 1;
+    const int t = a.tokens[row0 + i];
+    par[i] = p;
+    tok[i] = t;
+    const bool ok = i > 0 && p >= 0 && p < n && p != i && t >= 0 && t < a.vocab;
+    w[i] = ok ? __ldcg(a.target + (row0 + p) * a.vocab + t) : 0.0f;
+    next[i] = -1;
+    on[i] = 0;
+  }
+  if (tid == 0)
+    *s_nmask = 0;
+  __syncthreads();
+  // Weights: a token repeated among earlier siblings weighs 0 (the draw takes the first).
+  for (int i = tid; i < n; i += step) {
+    bool ok = is_valid(i);
+    for (int j = 1; ok && j < i; ++j)
+      ok = !(par[j] == par[i] && tok[j] == tok[i] && is_valid(j));
+    w1[i] = ok ? fmaxf(w[i], 0.0f) : 0.0f;
+  }
+  __syncthreads();
+  w = w1;
+  for (int i = tid; i < n; i += step) {
+    if (!is_valid(i) || !(w[i] > 0.0f))
+      continue;
+    float before = 0.0f;
+    for (int j = 1; j < i; ++j)
+      if (par[j] == par[i] && is_valid(j))
+        before += w[j];
+    const float u = specbench::detail::philox_uniform(
+        seed, offset, static_cast<uint32_t>(row0 + par[i]), kTagWalk);
+    if (before <= u && u < before + w[i])
+      next[par[i]] = i;
+  }
+  __syncthreads();
+  if (tid == 0) {
+    int cur = 0, len = 0;
+    on[0] = 1;
+    // A malformed parent array cannot make this loop run longer than n steps.
+    while (len + 1 < n && next[cur] >= 0 && !on[next[cur]]) {
+      const int c = next[cur];
+      if (writer) {
+        a.out_tokens[row0 + len + 1] = c;
+        if (a.target_out)
+          a.target_out[row0 + cur] = tok[c];
+      }
+      on[c] = 1;
+      cur = c;
+      ++len;
+    }
+    *s_final = cur;
+    if (writer) {
+      a.out_tokens[row0] = 0;
+      a.accepted[b] = len;
+    }
+    next[0] = len; // the path's length for the block (node 0's entry is no longer needed)
+  }
+  __syncthreads();
+  const int f = *s_final, len = next[0];
+  for (int i = tid; i < n; i += step) {
+    if (is_valid(i) && par[i] == f)
+      s_mask[atomicAdd(s_nmask, 1)] = tok[i];
+    if (writer && i > len)
+      a.out_tokens[row0 + i] = -1;
+    if (writer && a.target_out && !on[i])
+      a.target_out[row0 + i] = -1;
+  }
+}
+
+/// Tree mode (SGLang's target-only rule with thresholds 1): the walk first, then one draw. At
+/// node x the walk follows child c with probability p_x(t_c) (the coin of x against the
+/// children's prefix sums, in sibling order) and stops otherwise; the bonus is drawn at the last
+/// node f from p_f with f's children removed. With normalised rows that is the target's own
+/// distribution: drawing t ~ p_x and following the child whose token is t, as a draw at every
+/// node would, but only the walk's gathers and row f are read. One request is one thread-block
+/// cluster: every block runs the walk (tiny, and it saves a broadcast), races its segments of
+/// row f, and pushes its best entry into rank 0's shared memory; after one cluster barrier rank 0
+/// writes the bonus. No global hand-off, no workspace, no counters.
 template <bool kVec>
-__global__ void __launch_bounds__(kThreads, 2) tree_sampling_kernel(SamplingArgs a) {
-  SPECBENCH_PHASE_START();
-  // Block -> (row, split) -> (request, row) by multiply-shift: no integer division before the
-  // first loads (a 64-bit one here before).
-  const uint32_t growu = a.split_div.div(blockIdx.x);
-  const int split = static_cast<int>(blockIdx.x - growu * a.split_div.d);
-  const int b = static_cast<int>(a.row_div.div(growu));
-  const int64_t grow = growu;
-  const float* p = a.target + grow * a.vocab;
+__global__ void __launch_bounds__(kPathMaxThreads, 1) tree_path_kernel(SamplingArgs a) {
+  namespace cg = cooperative_groups;
+  const cg::cluster_group cluster = cg::this_cluster();
+  const int rank = static_cast<int>(cluster.block_rank());
+  const int b = static_cast<int>(a.split_div.div(blockIdx.x));
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int warps = static_cast<int>(blockDim.x >> 5);
   const int n = a.rows;
   const int64_t row0 = static_cast<int64_t>(b) * n;
-  // The ticket stays in a register until after the loads: nothing waits on its round trip.
-  uint32_t ticket = 0;
-  if (tid == 0)
-    ticket = take_ticket(&a.counters[b]);
+  // Rank 0's shared memory may be written only once rank 0 runs: every block says it runs here
+  // and waits for the others just before its write, long after they all have.
+  asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");
   const SeedOffset so = seed_offset(a);
   const uint64_t seed = so.seed, offset = so.offset;
-
-  // The pass: each warp races its segments; the block's best entry goes into its slot.
-  const int64_t seg_begin = split * a.segs_per_split;
-  const int64_t seg_end = min(a.segs, seg_begin + a.segs_per_split);
-  const uint64_t mine = race_segments<kVec>(p, nullptr, false, a.vocab, seg_begin + warp, seg_end,
-                                            warps, seed, offset, static_cast<uint32_t>(grow));
-  SPECBENCH_PHASE(2, mine); // warp 0's segments are raced
-  __shared__ uint64_t red[kWarps];
-  __shared__ bool is_last;
-  SPECBENCH_PHASE_WARPS_INIT();
-  const uint64_t best = block_max_packed(mine, red); // valid in thread 0
-  const uint32_t per_request = static_cast<uint32_t>(n * a.splits);
-  const bool lean = lean_tail_fits(n, a.splits);
-  if (tid == 0) {
-    is_last = ticket == per_request - 1;
-    // The lean tail takes the reducing block's own entry from a register (lean_drain).
-    if (!(is_last && lean))
-      store_slot(&a.slots[blockIdx.x], best); // block (row, split)'s slot; never zero
-    // The request's first block, done early, asks L2 for the tree that the reducing block reads.
-    if (lean && !is_last && blockIdx.x == static_cast<uint32_t>(b) * per_request) {
-      prefetch_l2(a.tokens + row0);
-      prefetch_l2(a.tokens + row0 + n - 1);
-      if (a.parents) {
-        prefetch_l2(a.parents + row0);
-        prefetch_l2(a.parents + row0 + n - 1);
-      }
-    }
-  }
-  SPECBENCH_PHASE(3, best); // the block's entry is stored
-  __syncthreads();
-  if (!is_last)
-    return;
-  SPECBENCH_PHASE_LAST_DEP(4, b, best); // the reducing block knows it reduces
-
-  if (lean) {
-    // A small request (lean_drain): warps 1 and 2 drain every slot at once while warp 0 prepares
-    // the walk; the other warps leave.
-    if (tid >= 96)
-      return;
-    SmallTreeWalk walk;
-    // The own slot from the block index: `i` and `split` are not kept live through the pass.
-    const int own_slot = static_cast<int>(blockIdx.x - static_cast<uint32_t>(row0 * a.splits));
-    const uint64_t m = lean_drain(a.slots + row0 * a.splits, n, a.split_div, own_slot, best, [&] {
-      EarlyTree tree;
-      tree.load(a.parents, a.tokens, row0, n);
-      walk.prepare(n, a.parents == nullptr, tree.parent, tree.token);
-    });
-    if (tid >= 32)
-      return;
-    SPECBENCH_PHASE_LAST(2, b); // every slot of the request is in
-    const int32_t t = entry_token(m);
-    if (a.target_out && lane < n)
-      a.target_out[row0 + lane] = t;
-    walk.finish(t, n, a.out_tokens, a.accepted, a.bonus, b);
-    if (lane == 0)
-      a.counters[b] = 0;        // every block of the request has taken its ticket
-    SPECBENCH_PHASE_LAST(3, b); // the outputs are written
-    return;
-  }
-
-  // This block started last for request b: every other block of the request is running or done.
+  __shared__ int s_final, s_nmask;
+  __shared__ uint64_t s_red[kPathMaxThreads / 32];
+  __shared__ uint64_t s_rank[kPathMaxCluster];
   extern __shared__ __align__(16) int32_t smem[];
-  int32_t* par = smem;
-  int32_t* tok = par + n;
-  int32_t* tgt = tok + n;
-  int32_t* first = tgt + n;
-  // Loads that do not depend on the slots are issued before the polls.
-  EarlyTree tree;
-  tree.load(a.parents, a.tokens, row0, n);
-  // Wait until each slot of the request is written, empty it for the next call, and keep each
-  // row's max: a warp per row, or a thread per row when a row has one slot (large batches or
-  // trees, small vocabularies).
-  if (a.splits == 1) {
-    const int pollers = warps * 32;
-    uint64_t* s = a.slots + row0;
-    for (int r0 = tid; r0 < n; r0 += 4 * pollers) {
-      uint64_t v[4];
-#pragma unroll
-      for (int u = 0; u < 4; ++u) // four loads in flight before any is used
-        v[u] = r0 + u * pollers < n ? load_slot(s + r0 + u * pollers) : 1ull;
-#pragma unroll
-      for (int u = 0; u < 4; ++u) {
-        const int r = r0 + u * pollers;
-        if (r < n) {
-          while (v[u] == 0)
-            v[u] = load_slot(s + r);
-          store_slot(s + r, 0);
-          const int t = entry_token(v[u]);
-          tgt[r] = t;
-          if (a.target_out)
-            a.target_out[row0 + r] = t;
-        }
-      }
-    }
+  int32_t* s_mask = smem; // [n] tokens of the final node's children
+  if (n <= 32) {
+    if (warp == 0)
+      warp_path_walk(a, b, seed, offset, rank == 0, &s_final, &s_nmask, s_mask);
   } else {
-    for (int r = warp; r < n; r += warps) {
-      const uint64_t m = warp_drain_slots_max(a.slots + (row0 + r) * a.splits, a.splits);
-      if (r == 0)
-        SPECBENCH_PHASE_LAST_DEP(6, b, m); // warp 0's row is drained
-      if (lane == 0) {
-        const int t = entry_token(m);
-        tgt[r] = t;
-        if (a.target_out)
-          a.target_out[row0 + r] = t;
-      }
-    }
+    block_path_walk(a, b, seed, offset, rank == 0, &s_final, &s_nmask, s_mask, smem + n);
   }
-  tree.store(par, tok, a.parents, a.tokens, row0, n);
-  SPECBENCH_PHASE_WARP_DONE(0); // this warp's rows are drained
   __syncthreads();
-  SPECBENCH_PHASE_LAST(2, b);       // every slot of the request is drained
-  SPECBENCH_PHASE_LAST_WARPS(7, b); // the last warp's rows were drained
-  if (warp == 0)
-    warp_walk_tree(a.parents ? par : nullptr, tok, tgt, first, n, a.out_tokens, a.accepted, a.bonus,
-                   b);
+  const int f = s_final, nmask = s_nmask;
+  const float* p = a.target + (row0 + f) * a.vocab;
+  const uint32_t row = static_cast<uint32_t>(row0 + f);
+  // Segments g, g + C W, ... of row f for this block's warp g = rank * W + warp.
+  const int64_t per_cluster = static_cast<int64_t>(a.splits) * warps;
+  const uint64_t mine = race_segments<kVec, true>(p, nullptr, false, a.vocab,
+                                                  static_cast<int64_t>(rank) * warps + warp, a.segs,
+                                                  per_cluster, seed, offset, row, s_mask, nmask);
+  const uint64_t best = block_max_packed(mine, s_red); // valid in thread 0
+  asm volatile("barrier.cluster.wait;" ::: "memory");
   if (tid == 0)
-    a.counters[b] = 0;        // every block of the request has taken its ticket
-  SPECBENCH_PHASE_LAST(3, b); // the outputs are written
+    cluster.map_shared_rank(s_rank, 0)[rank] = best;
+  cluster.sync(); // release / acquire: rank 0 sees every block's entry
+  if (rank != 0 || warp != 0)
+    return;
+  const uint64_t m = warp_max_packed(lane < a.splits ? s_rank[lane] : 0ull);
+  int32_t t = entry_token(m);
+  // Rare: f's children hold all of row f's mass while the coin passed them (a row that does not
+  // sum to 1); the bonus is then drawn from p_f itself with the same coins (warp 0 races it all).
+  if (t < 0 && nmask > 0)
+    t = entry_token(race_row<kVec>(p, a.vocab, 0, a.segs, 1, seed, offset, row));
+  if (lane == 0) {
+    a.bonus[b] = t;
+    if (a.target_out)
+      a.target_out[row0 + f] = t;
+  }
 }
 
 /// Chain mode. The token comes from one row only: the first rejected draft's residual
@@ -454,26 +575,20 @@ __global__ void __launch_bounds__(kThreads, 2) chain_sampling_kernel(SamplingArg
   SPECBENCH_PHASE_LAST(3, b); // the outputs are written
 }
 
-/// Blocks of `warps` warps of the kernel for (mode, vec) that one SM holds at once.
-int sampling_resident_blocks(int mode, bool vec, int warps) {
-  static int cache[4][kWarps + 1][64] = {};
-  int* c = cache[mode * 2 + (vec ? 1 : 0)][warps];
+/// Blocks of `warps` warps of the chain kernel that one SM holds at once.
+int chain_resident_blocks(bool vec, int warps) {
+  static int cache[2][kWarps + 1][64] = {};
+  int* c = cache[vec ? 1 : 0][warps];
   const int t = warps * 32;
-  if (mode == kTree)
-    return vec ? cached_resident_blocks(tree_sampling_kernel<true>, t, 0, c, 1)
-               : cached_resident_blocks(tree_sampling_kernel<false>, t, 0, c, 1);
   return vec ? cached_resident_blocks(chain_sampling_kernel<true>, t, 0, c, 1)
              : cached_resident_blocks(chain_sampling_kernel<false>, t, 0, c, 1);
 }
 
-Status launch_sampling(int mode, SamplingArgs a, int batch, std::size_t smem, Stream stream,
-                       const char* where) {
+Status launch_chain(SamplingArgs a, int batch, Stream stream, const char* where) {
   a.segs = sampling_segments(a.vocab);
   const bool vec = reinterpret_cast<uintptr_t>(a.target) % 16 == 0 &&
-                   (a.draft == nullptr || reinterpret_cast<uintptr_t>(a.draft) % 16 == 0) &&
-                   a.vocab % 4 == 0;
-  // Rows raced: every node's in tree mode, one per request in chain mode.
-  const int64_t rows = mode == kTree ? static_cast<int64_t>(batch) * a.rows : batch;
+                   reinterpret_cast<uintptr_t>(a.draft) % 16 == 0 && a.vocab % 4 == 0;
+  const int64_t rows = batch; // one row raced per request
   // About four blocks of 8 warps per SM, a warp per segment at a time.
   const int64_t sms = sm_count();
   int warps = kWarps;
@@ -483,13 +598,12 @@ Status launch_sampling(int mode, SamplingArgs a, int batch, std::size_t smem, St
     // Few rows: each warp races one segment, and the call waits for the busiest SM, whose warps
     // share its issue slots (a segment costs a warp about 400 instructions). Blocks of w warps
     // put ceil(blocks / SMs) * w warps on it; take the w (3 to 8, the larger on a tie) that puts
-    // the fewest there within one wave. One request of 8 rows: 152 blocks of 8 warps leave 20 SMs
-    // with 16 warps; 240 blocks of 5 leave none with more than 10.
+    // the fewest there within one wave.
     int64_t least = INT64_MAX;
     for (int w = kWarps; w >= 3; --w) {
       const int64_t blocks = rows * ((a.segs + w - 1) / w);
       const int64_t per_sm = (blocks + sms - 1) / sms, busiest = per_sm * w;
-      if (busiest < least && per_sm <= sampling_resident_blocks(mode, vec, w)) {
+      if (busiest < least && per_sm <= chain_resident_blocks(vec, w)) {
         least = busiest;
         warps = w;
       }
@@ -497,7 +611,7 @@ Status launch_sampling(int mode, SamplingArgs a, int batch, std::size_t smem, St
     splits = (a.segs + warps - 1) / warps;
   }
   splits = splits < 1 ? 1 : splits;
-  if (mode == kChain && splits > 64 * kLeanDrainLoads) // chain mode always drains with lean_drain
+  if (splits > 64 * kLeanDrainLoads) // the chain kernel always drains with lean_drain
     splits = 64 * kLeanDrainLoads;
   a.segs_per_split = (a.segs + splits - 1) / splits;
   a.splits = static_cast<int>((a.segs + a.segs_per_split - 1) / a.segs_per_split);
@@ -509,23 +623,116 @@ Status launch_sampling(int mode, SamplingArgs a, int batch, std::size_t smem, St
   a.row_div = FastDiv::make(static_cast<uint32_t>(a.rows));
   const unsigned g = static_cast<unsigned>(blocks);
   const unsigned t = static_cast<unsigned>(warps * 32);
-  if (mode == kTree) {
-    if (vec)
-      tree_sampling_kernel<true><<<g, t, smem, stream>>>(a);
-    else
-      tree_sampling_kernel<false><<<g, t, smem, stream>>>(a);
-  } else {
-    if (vec)
-      chain_sampling_kernel<true><<<g, t, 0, stream>>>(a);
-    else
-      chain_sampling_kernel<false><<<g, t, 0, stream>>>(a);
-  }
+  if (vec)
+    chain_sampling_kernel<true><<<g, t, 0, stream>>>(a);
+  else
+    chain_sampling_kernel<false><<<g, t, 0, stream>>>(a);
   return launch_status(where);
 }
 
-// Dynamic shared memory of the reducing block: parents, tokens, draws and the walk's scratch.
-std::size_t sampling_smem(int rows) {
-  return 4 * sizeof(int32_t) * static_cast<std::size_t>(rows);
+// Dynamic shared memory of tree mode: the residual's mask, and for trees of more than 32 nodes
+// the block walk's scratch.
+std::size_t path_smem(int nodes) {
+  return sizeof(int32_t) * static_cast<std::size_t>(nodes <= 32 ? 32 : 7 * nodes);
+}
+
+/// The launch of tree_path_kernel<vec> in clusters of `blocks` blocks of `warps` warps.
+struct PathLaunch {
+  cudaLaunchConfig_t cfg{};
+  cudaLaunchAttribute attr{};
+  PathLaunch(int64_t grid, int blocks, int warps, std::size_t smem, Stream stream) {
+    cfg.gridDim = dim3(static_cast<unsigned>(grid));
+    cfg.blockDim = dim3(static_cast<unsigned>(warps * 32));
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = stream;
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = static_cast<unsigned>(blocks);
+    attr.val.clusterDim.y = 1;
+    attr.val.clusterDim.z = 1;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+  }
+};
+
+/// Clusters of `blocks` blocks of `warps` warps of tree_path_kernel<vec> (with the shared memory
+/// of `nodes` nodes) that the device runs at once; 0 when it cannot run such a cluster. Asked
+/// once per device and shape.
+int path_active_clusters(bool vec, int blocks, int warps, int nodes) {
+  const void* k = vec ? reinterpret_cast<const void*>(tree_path_kernel<true>)
+                      : reinterpret_cast<const void*>(tree_path_kernel<false>);
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 16) {
+    (void)cudaGetLastError();
+    return blocks <= 8 ? 1 : 0; // unknown: portable clusters only
+  }
+  static int cache[16][2][2][kPathMaxCluster + 1][kPathMaxThreads / 32 + 1] = {};
+  static bool opted[16][2] = {};
+  const bool big = nodes > 32;
+  int& slot = cache[dev][vec ? 1 : 0][big ? 1 : 0][blocks][warps];
+  if (slot != 0)
+    return slot - 1;
+  if (!opted[dev][vec ? 1 : 0]) {
+    // Clusters of more than 8 blocks are "non-portable" (Hopper runs 16 when asked); the block
+    // walk of a 2048-node tree needs 56 KiB of shared memory.
+    (void)cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+    (void)cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               static_cast<int>(path_smem(2048)));
+    (void)cudaGetLastError();
+    opted[dev][vec ? 1 : 0] = true;
+  }
+  // Asked with the largest shared memory of the class, so the answer holds for every tree in it.
+  PathLaunch l(blocks, blocks, warps, path_smem(big ? 2048 : 32), nullptr);
+  int n = 0;
+  if (cudaOccupancyMaxActiveClusters(&n, k, &l.cfg) != cudaSuccess) {
+    (void)cudaGetLastError();
+    n = 0;
+  }
+  slot = n + 1;
+  return n;
+}
+
+Status launch_tree_path(SamplingArgs a, int batch, Stream stream, const char* where) {
+  a.segs = sampling_segments(a.vocab);
+  const bool vec = reinterpret_cast<uintptr_t>(a.target) % 16 == 0 && a.vocab % 4 == 0;
+  // Blocks per request (the cluster) and warps per block: a warp per segment of the final row
+  // when the requests fit in one wave, else fewer blocks per request, each warp racing several
+  // segments. The cost is waves x segment rounds (a round is a trip to memory and back); on a
+  // tie the larger cluster (fewer warps per SM) wins. One request at V = 151,936 (149 segments):
+  // 15 blocks of 10 warps.
+  int best_blocks = 0, best_warps = 0;
+  int64_t best_cost = INT64_MAX;
+  for (int c = kPathMaxCluster; c >= 1; --c) {
+    const int64_t w64 = (a.segs + c - 1) / c;
+    const int warps = static_cast<int>(w64 < kPathMaxThreads / 32 ? w64 : kPathMaxThreads / 32);
+    if ((a.segs + warps - 1) / warps < c)
+      continue; // a block would have no segment: a smaller cluster does the same
+    const int active = path_active_clusters(vec, c, warps, a.rows);
+    if (active <= 0)
+      continue;
+    const int64_t rounds = (a.segs + static_cast<int64_t>(c) * warps - 1) / (c * warps);
+    const int64_t waves = (batch + active - 1) / active;
+    if (waves * rounds < best_cost) {
+      best_cost = waves * rounds;
+      best_blocks = c;
+      best_warps = warps;
+    }
+  }
+  if (best_blocks == 0)
+    return Status(StatusCode::cuda_error,
+                  "this GPU cannot run tree sampling's thread-block clusters",
+                  "tree sampling needs an sm_90 or newer GPU", where);
+  const int64_t blocks = static_cast<int64_t>(batch) * best_blocks;
+  if (blocks > 0x7FFFFFFF)
+    return Status(StatusCode::invalid_argument, "too many blocks for one launch",
+                  "verify fewer requests per call", where);
+  a.splits = best_blocks;
+  a.split_div = FastDiv::make(static_cast<uint32_t>(best_blocks));
+  PathLaunch l(blocks, best_blocks, best_warps, path_smem(a.rows), stream);
+  const cudaError_t err = vec ? cudaLaunchKernelEx(&l.cfg, tree_path_kernel<true>, a)
+                              : cudaLaunchKernelEx(&l.cfg, tree_path_kernel<false>, a);
+  if (err != cudaSuccess)
+    return cuda_status(err, where, "cudaLaunchKernelEx");
+  return launch_status(where);
 }
 
 SamplingArgs base_args(int rows, int64_t vocab, PhiloxArgs rng, void* workspace, int batch) {
@@ -535,6 +742,8 @@ SamplingArgs base_args(int rows, int64_t vocab, PhiloxArgs rng, void* workspace,
   a.seed = rng.seed;
   a.offset = rng.offset;
   a.dev_seed_offset = rng.device_seed_offset;
+  if (workspace == nullptr) // tree mode needs none
+    return a;
   a.counters = static_cast<uint32_t*>(workspace);
   a.slots = reinterpret_cast<uint64_t*>(static_cast<char*>(workspace) +
                                         align_up(sizeof(uint32_t) * batch, kWorkspaceAlign));
@@ -554,8 +763,7 @@ Status verify_tree_sampling(const float* target_probs, const int32_t* parents,
                             std::size_t workspace_bytes, Stream stream) {
   const char* where = "kernels::verify_tree_sampling";
   if (Status s = detail::check_fused(target_probs, tokens, batch, nodes, vocab, accept_path,
-                                     accepted, bonus, workspace, workspace_bytes,
-                                     verify_sampling_workspace_bytes(batch, nodes, vocab), where);
+                                     accepted, bonus, workspace, workspace_bytes, 0, where);
       !s)
     return s;
   if (batch == 0)
@@ -568,8 +776,7 @@ Status verify_tree_sampling(const float* target_probs, const int32_t* parents,
   a.out_tokens = accept_path;
   a.accepted = accepted;
   a.bonus = bonus;
-  return detail::launch_sampling(detail::kTree, a, batch, detail::sampling_smem(nodes), stream,
-                                 where);
+  return detail::launch_tree_path(a, batch, stream, where);
 }
 
 Status verify_chain_sampling(const float* draft_probs, const int32_t* draft_tokens,
@@ -590,7 +797,7 @@ Status verify_chain_sampling(const float* draft_probs, const int32_t* draft_toke
   a.tokens = draft_tokens;
   a.out_tokens = output_tokens;
   a.accepted = accepted;
-  return detail::launch_sampling(detail::kChain, a, batch, 0, stream, where);
+  return detail::launch_chain(a, batch, stream, where);
 }
 
 } // namespace specbench::kernels

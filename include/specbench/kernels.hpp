@@ -127,19 +127,23 @@ struct PhiloxArgs {
 /// Bytes of device workspace the sampling verifiers need for `rows` rows per request.
 std::size_t verify_sampling_workspace_bytes(int batch, int rows, int64_t vocab) noexcept;
 
-/// Tree speculative sampling, target-only (DDTree, SGLang with thresholds 1): every node draws
-/// the target's own token from `target_probs` with the segment-race draw of
-/// sampling_reference.hpp (the coins of row b * nodes + i: segment s's race coin and draw coin
-/// are the first two words of the Philox block of tag 2 + s); the walk then follows children whose
-/// token equals the draw, and the draw at the last accepted node is the bonus token. Each committed
-/// token is the target's sample, so the output distribution is the target's. One pass over the
-/// probabilities. Probabilities need not be normalised; zero-probability tokens are never drawn.
-/// Workspace: verify_sampling_workspace_bytes(batch, nodes, vocab), zeroed once.
+/// Tree speculative sampling, target-only (DDTree; SGLang's tree_speculative_sampling_target_only
+/// with thresholds 1), the rule of verify_tree_sampling_reference (sampling_reference.hpp): the
+/// walk takes child c of node x when x's walk coin falls in c's share p_x(t_c) of the children's
+/// prefix sums (sibling order = index order), and the bonus at the last node f is the segment-race
+/// draw from p_f without f's children. Each committed token then has the target's distribution,
+/// exactly as drawing at every node and following the matching child, but the call reads only the
+/// walk's gathers and row f: rows must be probabilities that sum to 1 (as after softmax and top-k
+/// / top-p renormalisation); the walk compares its coin with unnormalised prefix sums.
+/// target_tokens (optional): at each path node the token taken after it (the next path node's
+/// token, the bonus at the last), -1 at every other node. One thread-block cluster per request
+/// (sm_90+). `workspace` is unused (may be null with 0 bytes); kept so that both sampling
+/// verifiers take the same arguments.
 Status verify_tree_sampling(const float* target_probs, // [batch, nodes, vocab] fp32
                             const int32_t* parents,    // [batch, nodes] int32, or nullptr (chain)
                             const int32_t* tokens,     // [batch, nodes] int32
                             int batch, int nodes, int64_t vocab, PhiloxArgs rng,
-                            int32_t* target_tokens, // [batch, nodes] int32 out (draws), optional
+                            int32_t* target_tokens, // [batch, nodes] int32 out, optional
                             int32_t* accept_path,   // [batch, nodes] int32 out, -1 padded
                             int32_t* accepted,      // [batch] int32 out
                             int32_t* bonus,         // [batch] int32 out

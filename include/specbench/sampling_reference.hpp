@@ -1,8 +1,8 @@
 #pragma once
 /// \file sampling_reference.hpp
 /// CPU references of the sampling verifiers in kernels.hpp (verify_tree_sampling,
-/// verify_chain_sampling): the same Philox coins, the same acceptance tests, and the same
-/// segment-race draws, computed in double precision.
+/// verify_chain_sampling): the same Philox coins, the same acceptance tests and tree walk (in the
+/// kernels' float arithmetic), and the same segment-race draws, computed in double precision.
 ///
 /// The segment-race draw. A row of V weights (negative ones count as 0) is cut into segments of
 /// kDrawSegment elements. Segment s gets the key mass(s) / E_s with E_s = -ln(c_s), c_s its race
@@ -26,7 +26,8 @@
 
 namespace specbench {
 
-/// Coin tag 0 is unused since 2026-12-03 (it was a row's in-segment draw coin, now draw_coin).
+/// Coin tag of a tree node's walk coin (the coin that picks among its children).
+inline constexpr uint32_t kCoinWalk = 0;
 /// Coin tag of the acceptance test of a chain draft.
 inline constexpr uint32_t kCoinAccept = 1;
 /// Coin tag of the race coin and the draw coin of segment `segment` of a row.
@@ -73,13 +74,25 @@ bool segment_race_draw_consistent(std::span<const float> weights, const DrawCoin
 
 /// Result of target-only tree sampling for one request.
 struct TreeSamplingResult {
-  std::vector<int32_t> draws; ///< [n] the target's draw at every node
-  Acceptance acceptance;      ///< the walk over `draws` (verify_tree_reference)
+  Acceptance acceptance;              ///< the path and the bonus token
+  std::vector<int32_t> target_tokens; ///< [n] the token taken after each path node, else -1
+  std::vector<float> residual;        ///< the weights the bonus was drawn from [vocab]
+  DrawCoins coins;                    ///< the coins of that draw
 };
 
-/// Target-only tree sampling (verify_tree_sampling) for request `request` of a batch with
-/// `tree.size()` nodes per request: node i draws from `target_probs` [n, vocab] row i with the
-/// coins of row request * n + i, then the tree is walked over the draws.
+/// Target-only tree sampling (verify_tree_sampling; SGLang's tree_speculative_sampling_target_only
+/// with both thresholds 1) for request `request` of a batch with n = tree.size() nodes per
+/// request; `target_probs` [n, vocab], row i the target's probabilities after node i.
+///
+/// The walk starts at the root. At node x with coin u = sampling_coin(seed, offset, request * n +
+/// x, kCoinWalk), the children are tried in sibling order with weight w_c = max(p_x(t_c), 0)
+/// (0 for a token outside [0, vocab) or one an earlier sibling already has), their prefix summed
+/// in float, one add at a time: the walk moves to the first child c with w_c > 0 and u < prefix
+/// including c, and stops when there is none. At the last node f the bonus is the segment-race
+/// draw, with the coins of row request * n + f, from p_f with f's children's tokens set to 0
+/// (from p_f itself when that has no mass left). With rows that sum to 1 this commits each token
+/// with the target's probability: child c is taken with probability p_x(t_c) and any other token
+/// t with p_x(t), as a draw t ~ p_x followed by the child holding t would.
 TreeSamplingResult verify_tree_sampling_reference(const DraftTree& tree,
                                                   std::span<const float> target_probs,
                                                   int64_t vocab, uint64_t seed, uint64_t offset,

@@ -62,8 +62,7 @@ Status verify_tree_sampling(const float* target_probs, const int32_t*, const int
                             int32_t* accept_path, int32_t* accepted, int32_t* bonus,
                             void* workspace, std::size_t workspace_bytes, Stream) {
   if (Status s = detail::check_fused(target_probs, tokens, batch, nodes, vocab, accept_path,
-                                     accepted, bonus, workspace, workspace_bytes,
-                                     verify_sampling_workspace_bytes(batch, nodes, vocab),
+                                     accepted, bonus, workspace, workspace_bytes, 0,
                                      "kernels::verify_tree_sampling");
       !s)
     return s;

@@ -108,7 +108,7 @@ Status check_fused(const void* logits, const void* tokens, int batch, int nodes,
                       {path, "accept_path"},
                       {accepted, "accepted"},
                       {bonus, "bonus"},
-                      {workspace, "workspace"}})
+                      {needed > 0 ? workspace : bonus, "workspace"}}) // none needed: may be null
     if (Status s = need(p, n, w); !s)
       return s;
   if (workspace_bytes < needed)

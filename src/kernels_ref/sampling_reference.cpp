@@ -107,17 +107,55 @@ TreeSamplingResult verify_tree_sampling_reference(const DraftTree& tree,
                                                   int64_t vocab, uint64_t seed, uint64_t offset,
                                                   int request) {
   const int n = tree.size();
-  if (target_probs.size() < static_cast<size_t>(n) * static_cast<size_t>(vocab))
+  const size_t V = static_cast<size_t>(vocab);
+  if (target_probs.size() < static_cast<size_t>(n) * V)
     throw std::invalid_argument("verify_tree_sampling_reference: target_probs smaller than [n, V]");
+  const auto row_of = [&](int node) { return static_cast<uint32_t>(request * n + node); };
   TreeSamplingResult r;
-  r.draws.resize(n);
-  for (int i = 0; i < n; ++i) {
-    const uint32_t row = static_cast<uint32_t>(request * n + i);
-    r.draws[i] = sample_segment_race_reference(
-        target_probs.subspan(static_cast<size_t>(i) * vocab, static_cast<size_t>(vocab)),
-        DrawCoins{seed, offset, row});
+  r.target_tokens.assign(static_cast<size_t>(n), -1);
+  r.acceptance.path.push_back(0);
+  int cur = 0;
+  std::vector<int32_t> kids; // the valid, distinct tokens of cur's children
+  for (;;) {
+    const float u = sampling_coin(seed, offset, row_of(cur), kCoinWalk);
+    const float* p = target_probs.data() + static_cast<size_t>(cur) * V;
+    kids.clear();
+    float before = 0.0f; // float, one add at a time in sibling order, as the kernels sum
+    int next = -1;
+    for (int c = tree.first_child[cur]; c >= 0; c = tree.next_sibling[c]) {
+      const int32_t t = tree.tokens[c];
+      if (t < 0 || static_cast<size_t>(t) >= V ||
+          std::find(kids.begin(), kids.end(), t) != kids.end())
+        continue;
+      kids.push_back(t);
+      const float w = std::max(0.0f, p[t]);
+      const float upto = before + w;
+      if (w > 0.0f && u < upto) {
+        next = c;
+        break;
+      }
+      before = upto;
+    }
+    if (next < 0)
+      break;
+    r.target_tokens[static_cast<size_t>(cur)] = tree.tokens[next];
+    r.acceptance.path.push_back(next);
+    cur = next;
   }
-  r.acceptance = verify_tree_reference(tree, r.draws);
+  // The bonus: p_cur without its children's tokens (`kids` holds all of them: the walk passed
+  // each).
+  const std::span<const float> row = target_probs.subspan(static_cast<size_t>(cur) * V, V);
+  r.residual.assign(row.begin(), row.end());
+  for (int32_t t : kids)
+    r.residual[static_cast<size_t>(t)] = 0.0f;
+  r.coins = DrawCoins{seed, offset, row_of(cur)};
+  int32_t bonus = sample_segment_race_reference(r.residual, r.coins);
+  if (bonus < 0 && !kids.empty()) { // the children held all the mass: draw from p_cur itself
+    r.residual.assign(row.begin(), row.end());
+    bonus = sample_segment_race_reference(r.residual, r.coins);
+  }
+  r.acceptance.bonus_token = bonus;
+  r.target_tokens[static_cast<size_t>(cur)] = bonus;
   return r;
 }
 

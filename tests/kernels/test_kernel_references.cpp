@@ -320,31 +320,75 @@ TEST(KernelReferences, ChainSamplingKeepsTargetDistribution) {
 }
 
 TEST(KernelReferences, TreeSamplingKeepsTargetDistribution) {
-  // Star tree with children tokens {1, 3}; the first committed token must follow the root row.
-  DraftTree t = chain_as_tree(std::vector<int32_t>{}, 0);
-  t.parents = {-1, 0, 0};
-  t.tokens = {0, 1, 3};
-  t.depths = {0, 1, 1};
-  t.scores = {0, 0, 0};
-  t.ranks = {-1, 0, 1};
-  t.first_child = {1, -1, -1};
-  t.next_sibling = {-1, 2, -1};
+  // Star tree with children tokens {1, 3, 1} (a repeated token counts once); the first committed
+  // token must follow the root row.
+  const DraftTree t = tree_from_parents({-1, 0, 0, 0}, {0, 1, 3, 1});
   const int V = 5;
-  const std::vector<float> probs = {0.3f, 0.2f, 0.0f, 0.4f, 0.1f, // root row
-                                    0.2f, 0.2f, 0.2f, 0.2f, 0.2f, 0.2f, 0.2f, 0.2f, 0.2f, 0.2f};
+  std::vector<float> probs = {0.3f, 0.2f, 0.0f, 0.4f, 0.1f}; // root row
+  probs.resize(4 * V, 0.2f);
   std::vector<int> first(V, 0);
   const int trials = 40000;
   for (int s = 0; s < trials; ++s) {
     const TreeSamplingResult r =
         verify_tree_sampling_reference(t, probs, V, 99, static_cast<uint64_t>(s), 0);
+    ASSERT_NE(r.acceptance.path.size() > 1 ? r.acceptance.path[1] : 0, 3)
+        << "the repeated child is never taken";
     const int tok = r.acceptance.accepted_drafts() > 0 ? t.tokens[r.acceptance.path[1]]
                                                        : r.acceptance.bonus_token;
+    ASSERT_EQ(r.target_tokens[0], tok);
     ++first[tok];
   }
   bool impossible = false;
   const double chi = chi_square(first, {0.3, 0.2, 0.0, 0.4, 0.1}, trials, &impossible);
   EXPECT_FALSE(impossible);
   EXPECT_LT(chi, 20.5);
+}
+
+TEST(KernelReferences, TreeSamplingKeepsTheTargetDistributionTwoNodesDeep) {
+  // root -> 1 -> 2 and root -> 3: after the walk took token 1, the next committed token (the
+  // draft 2 when taken, else the bonus at node 1) must follow node 1's row.
+  const DraftTree t = tree_from_parents({-1, 0, 1, 0}, {0, 1, 2, 3});
+  const int V = 4;
+  const std::vector<float> probs = {0.1f,  0.5f,  0.1f,  0.3f, // root
+                                    0.25f, 0.15f, 0.4f,  0.2f, // node 1
+                                    0.25f, 0.25f, 0.25f, 0.25f, 0.25f, 0.25f, 0.25f, 0.25f};
+  std::vector<int> second(V, 0);
+  int took_one = 0;
+  for (int s = 0; s < 60000; ++s) {
+    const TreeSamplingResult r =
+        verify_tree_sampling_reference(t, probs, V, 7, static_cast<uint64_t>(s), 0);
+    const auto& path = r.acceptance.path;
+    if (path.size() < 2 || path[1] != 1)
+      continue;
+    ++took_one;
+    ++second[path.size() > 2 ? t.tokens[path[2]] : r.acceptance.bonus_token];
+    EXPECT_EQ(r.target_tokens[1], path.size() > 2 ? 2 : r.acceptance.bonus_token);
+  }
+  EXPECT_NEAR(static_cast<double>(took_one) / 60000, 0.5, 0.01);
+  bool impossible = false;
+  const double chi = chi_square(second, {0.25, 0.15, 0.4, 0.2}, took_one, &impossible);
+  EXPECT_FALSE(impossible);
+  EXPECT_LT(chi, 17.7) << "chi-square with 3 degrees of freedom, p < 0.0005";
+}
+
+TEST(KernelReferences, TreeSamplingBonusFallsBackToTheWholeRowWhenChildrenHoldAllTheMass) {
+  // The root row sums to 0.5, all of it on the children: a coin above 0.5 passes both children
+  // and leaves nothing to draw from, so the bonus comes from the whole row (a child's token).
+  const DraftTree t = tree_from_parents({-1, 0, 0}, {0, 1, 2});
+  const std::vector<float> probs = {0.0f, 0.2f, 0.3f, 0.0f, 0.0f, 0.0f,
+                                    0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+  int stopped = 0;
+  for (int s = 0; s < 2000; ++s) {
+    const TreeSamplingResult r =
+        verify_tree_sampling_reference(t, probs, 4, 3, static_cast<uint64_t>(s), 0);
+    if (r.acceptance.path.size() > 1)
+      continue;
+    ++stopped;
+    EXPECT_TRUE(r.acceptance.bonus_token == 1 || r.acceptance.bonus_token == 2);
+    EXPECT_EQ(r.residual, std::vector<float>(probs.begin(), probs.begin() + 4));
+  }
+  EXPECT_GT(stopped, 800);
+  EXPECT_LT(stopped, 1200);
 }
 
 TEST(KernelLaunchers, RejectBadShapesBeforeTouchingTheGpu) {

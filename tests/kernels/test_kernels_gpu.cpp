@@ -13,6 +13,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 using namespace specbench;
 using namespace specbench::testing;
@@ -376,41 +377,131 @@ std::vector<float> random_probs(std::mt19937& rng, int rows, int64_t V, bool spa
 }
 } // namespace
 
-TEST(KernelsGpu, TreeSamplingDrawsAreSegmentRaceDrawsAndWalkIsExact) {
-  std::mt19937 rng(14);
-  for (int64_t V : {int64_t{5}, int64_t{1001}, int64_t{4096}, int64_t{151936}})
-    for (int n : {1, 8, 33, 300})
-      for (bool use_dev_seed : {false, true}) {
-        const int batch = 2;
-        if (V * n * batch > 12'000'000)
-          continue;
-        std::vector<DraftTree> trees;
-        for (int b = 0; b < batch; ++b)
-          trees.push_back(make_tree(rng, kShapes[rng() % 5], n, static_cast<int>(V)));
-        const auto probs = random_probs(rng, batch * n, V, rng() % 2 == 0);
-        // Plant children's tokens with high mass so that walks go deep.
-        Dev<float> dp(probs);
-        Dev<int32_t> par(flatten(trees, true)), tok(flatten(trees, false));
-        Dev<int32_t> draws(static_cast<size_t>(batch) * n), path(draws.n), acc(batch), bon(batch);
-        Workspace ws(k::verify_sampling_workspace_bytes(batch, n, V));
-        const uint64_t seed = 77, offset = 5 + rng() % 100;
-        Dev<uint64_t> so(std::vector<uint64_t>{seed, offset});
-        k::PhiloxArgs rngargs{use_dev_seed ? 0 : seed, use_dev_seed ? 0 : offset,
-                              use_dev_seed ? so.p : nullptr};
-        draws.poison();
-        path.poison();
-        STATUS_OK(k::verify_tree_sampling(dp.p, par.p, tok.p, batch, n, V, rngargs, draws.p, path.p,
-                                          acc.p, bon.p, ws.p, ws.bytes, nullptr));
-        const auto D = draws.get();
-        for (int r = 0; r < batch * n; ++r) {
-          EXPECT_TRUE(segment_race_draw_consistent(
-              std::span<const float>(probs.data() + static_cast<size_t>(r) * V, V),
-              DrawCoins{seed, offset, static_cast<uint32_t>(r)}, D[r]))
-              << "V=" << V << " row " << r << " draw " << D[r];
+namespace {
+/// Gives the children of most nodes most of their parent's mass (renormalised in double, stored
+/// as float), so that walks go deep; `unnormalised` instead halves such a row after leaving mass
+/// on the children only, so that walks stop with nothing left besides the children (the bonus
+/// then comes from the whole row).
+void plant_children(std::mt19937& rng, const DraftTree& t, float* rows, int64_t V,
+                    bool unnormalised) {
+  const int n = t.size();
+  for (int x = 0; x < n; ++x) {
+    if (t.first_child[x] < 0 || rng() % 8 == 0)
+      continue;
+    float* row = rows + static_cast<size_t>(x) * V;
+    if (unnormalised)
+      std::fill(row, row + V, 0.0f);
+    for (int c = t.first_child[x]; c >= 0; c = t.next_sibling[c])
+      if (t.tokens[c] >= 0 && t.tokens[c] < V)
+        row[t.tokens[c]] += static_cast<float>(1 + rng() % 8);
+    double s = 0.0;
+    for (int64_t v = 0; v < V; ++v)
+      s += row[v];
+    const double scale = unnormalised ? 0.5 : 1.0;
+    for (int64_t v = 0; v < V; ++v)
+      row[v] = static_cast<float>(row[v] / s * scale);
+  }
+}
+
+struct TreeSamplingCase {
+  int batch, n;
+  int64_t V;
+  bool dev_seed, unnormalised, special; // special: NaN, negative and out-of-range entries
+};
+
+/// Runs one case against the reference; returns how many requests' walks took two drafts or more.
+int run_tree_sampling(const TreeSamplingCase& c, std::mt19937& rng) {
+  const int batch = c.batch, n = c.n;
+  const int64_t V = c.V;
+  std::vector<DraftTree> trees;
+  for (int b = 0; b < batch; ++b)
+    trees.push_back(make_tree(rng, kShapes[rng() % 5], n, static_cast<int>(V)));
+  auto probs = random_probs(rng, batch * n, V, rng() % 2 == 0);
+  for (int b = 0; b < batch; ++b)
+    plant_children(rng, trees[b], probs.data() + static_cast<size_t>(b) * n * V, V, c.unnormalised);
+  if (c.special)
+    for (int b = 0; b < batch; ++b)
+      for (int i = 1; i < n; ++i) {
+        const int32_t t = trees[b].tokens[i];
+        float& x = probs[(static_cast<size_t>(b) * n + trees[b].parents[i]) * V + t];
+        switch (rng() % 4) {
+        case 0:
+          x = std::numeric_limits<float>::quiet_NaN();
+          break;
+        case 1:
+          x = -x;
+          break;
+        case 2:
+          trees[b].tokens[i] = rng() % 2 ? -1 : static_cast<int32_t>(V);
+          break;
+        default:
+          break;
         }
-        expect_walk(trees, D, path.get(), acc.get(), bon.get(),
-                    "tree sampling V=" + std::to_string(V));
       }
+  Dev<float> dp(probs);
+  Dev<int32_t> par(flatten(trees, true)), tok(flatten(trees, false));
+  Dev<int32_t> tt(static_cast<size_t>(batch) * n), path(tt.n), acc(batch), bon(batch);
+  const uint64_t seed = 77 + rng() % 5, offset = 5 + rng() % 100;
+  Dev<uint64_t> so(std::vector<uint64_t>{seed, offset});
+  const k::PhiloxArgs args{c.dev_seed ? 0 : seed, c.dev_seed ? 0 : offset,
+                           c.dev_seed ? so.p : nullptr};
+  tt.poison();
+  path.poison();
+  const Status st = k::verify_tree_sampling(dp.p, par.p, tok.p, batch, n, V, args, tt.p, path.p,
+                                            acc.p, bon.p, nullptr, 0, nullptr);
+  EXPECT_TRUE(st.is_ok()) << st.to_string();
+  if (!st.is_ok())
+    return 0;
+  const auto T = tt.get(), P = path.get(), A = acc.get(), B = bon.get();
+  const std::string what =
+      "V=" + std::to_string(V) + " n=" + std::to_string(n) + " batch=" + std::to_string(batch);
+  int deep = 0;
+  for (int b = 0; b < batch; ++b) {
+    const TreeSamplingResult r = verify_tree_sampling_reference(
+        trees[b],
+        std::span<const float>(probs.data() + static_cast<size_t>(b) * n * V,
+                               static_cast<size_t>(n) * V),
+        V, seed, offset, b);
+    const auto& path_ref = r.acceptance.path;
+    const int len = static_cast<int>(path_ref.size()) - 1;
+    deep += len >= 2;
+    EXPECT_EQ(A[b], len) << what << " request " << b;
+    for (int i = 0; i < n; ++i)
+      EXPECT_EQ(P[b * n + i], i <= len ? path_ref[i] : -1) << what << " request " << b;
+    EXPECT_TRUE(segment_race_draw_consistent(r.residual, r.coins, B[b]))
+        << what << " request " << b << " bonus " << B[b] << " (reference "
+        << r.acceptance.bonus_token << ")";
+    for (int i = 0; i < n; ++i) {
+      const int32_t want = i == path_ref[len] ? B[b] : r.target_tokens[i];
+      EXPECT_EQ(T[b * n + i], want) << what << " request " << b << " node " << i;
+    }
+  }
+  return deep;
+}
+} // namespace
+
+TEST(KernelsGpu, TreeSamplingWalksLikeTheReferenceAndDrawsFromTheResidual) {
+  std::mt19937 rng(14);
+  int deep = 0;
+  for (int64_t V : {int64_t{5}, int64_t{1001}, int64_t{4096}, int64_t{151936}})
+    for (int n : {1, 8, 31, 33, 300})
+      for (bool dev_seed : {false, true}) {
+        const int batch = V > 100000 ? 4 : 6;
+        if (V * n * batch > 40'000'000)
+          continue;
+        deep += run_tree_sampling({batch, n, V, dev_seed, false, false}, rng);
+      }
+  // Rows that do not sum to 1, whose children hold all their mass: the bonus falls back to p_f.
+  deep += run_tree_sampling({8, 8, 4099, false, true, false}, rng);
+  deep += run_tree_sampling({4, 40, 2048, false, true, false}, rng);
+  // NaN, negative and out-of-range children (weight 0, never taken).
+  deep += run_tree_sampling({8, 16, 3000, false, false, true}, rng);
+  deep += run_tree_sampling({4, 64, 3000, true, false, true}, rng);
+  // Many requests: smaller clusters, warps racing several segments; the largest vocabulary.
+  deep += run_tree_sampling({48, 16, 32000, false, false, false}, rng);
+  deep += run_tree_sampling({2, 4, 262144, false, false, false}, rng);
+  deep += run_tree_sampling({1, 8, 1'500'007, false, false, false}, rng);
+  EXPECT_GT(deep, 20) << "too few walks went two drafts deep: the planted mass did not work";
 }
 
 namespace {
