@@ -441,6 +441,7 @@ __device__ void block_path_walk(const SamplingArgs& a, int b, uint64_t seed, uin
 /// writes the bonus. No global hand-off, no workspace, no counters.
 template <bool kVec>
 __global__ void __launch_bounds__(kPathMaxThreads, 1) tree_path_kernel(SamplingArgs a) {
+  SPECBENCH_PHASE_START();
   namespace cg = cooperative_groups;
   const cg::cluster_group cluster = cg::this_cluster();
   const int rank = static_cast<int>(cluster.block_rank());
@@ -467,6 +468,7 @@ __global__ void __launch_bounds__(kPathMaxThreads, 1) tree_path_kernel(SamplingA
   }
   __syncthreads();
   const int f = s_final, nmask = s_nmask;
+  SPECBENCH_PHASE(4, f); // the walk is done
   const float* p = a.target + (row0 + f) * a.vocab;
   const uint32_t row = static_cast<uint32_t>(row0 + f);
   // Segments g, g + C W, ... of row f for this block's warp g = rank * W + warp.
@@ -474,15 +476,19 @@ __global__ void __launch_bounds__(kPathMaxThreads, 1) tree_path_kernel(SamplingA
   const uint64_t mine = race_segments<kVec, true>(p, nullptr, false, a.vocab,
                                                   static_cast<int64_t>(rank) * warps + warp, a.segs,
                                                   per_cluster, seed, offset, row, s_mask, nmask);
+  SPECBENCH_PHASE(2, mine);                            // warp 0's segments are raced
   const uint64_t best = block_max_packed(mine, s_red); // valid in thread 0
   asm volatile("barrier.cluster.wait;" ::: "memory");
   if (tid == 0)
     cluster.map_shared_rank(s_rank, 0)[rank] = best;
-  cluster.sync(); // release / acquire: rank 0 sees every block's entry
+  SPECBENCH_PHASE(3, best); // the block's entry is known
+  cluster.sync();           // release / acquire: rank 0 sees every block's entry
+  SPECBENCH_PHASE(5, best); // the cluster barrier is passed
   if (rank != 0 || warp != 0)
     return;
   const uint64_t m = warp_max_packed(lane < a.splits ? s_rank[lane] : 0ull);
   int32_t t = entry_token(m);
+  SPECBENCH_PHASE_LAST_DEP(2, b, m); // every block's entry is in
   // Rare: f's children hold all of row f's mass while the coin passed them (a row that does not
   // sum to 1); the bonus is then drawn from p_f itself with the same coins (warp 0 races it all).
   if (t < 0 && nmask > 0)
@@ -492,6 +498,7 @@ __global__ void __launch_bounds__(kPathMaxThreads, 1) tree_path_kernel(SamplingA
     if (a.target_out)
       a.target_out[row0 + f] = t;
   }
+  SPECBENCH_PHASE_LAST(3, b); // the outputs are written
 }
 
 /// Chain mode. The token comes from one row only: the first rejected draft's residual
