@@ -107,9 +107,11 @@ Status check_fused(const void* logits, const void* tokens, int batch, int nodes,
                       {tokens, "tokens"},
                       {path, "accept_path"},
                       {accepted, "accepted"},
-                      {bonus, "bonus"},
-                      {needed > 0 ? workspace : bonus, "workspace"}}) // none needed: may be null
+                      {bonus, "bonus"}})
     if (Status s = need(p, n, w); !s)
+      return s;
+  if (needed > 0) // tree sampling needs none and may pass null
+    if (Status s = need(workspace, "workspace", w); !s)
       return s;
   if (workspace_bytes < needed)
     return bad(w,

@@ -437,4 +437,11 @@ TEST(KernelLaunchers, SayNotCompiledWithoutCuda) {
   EXPECT_FALSE(s.remedy().empty());
   EXPECT_EQ(build_ddtree(nullptr, nullptr, d, nullptr, 1, 0, 0, 0, DdtreeOutputs{}, nullptr).code(),
             StatusCode::not_compiled);
+  // Tree sampling takes no workspace: its shapes pass with a null one, and the answer is the
+  // missing build, not a bad argument.
+  float probs[4] = {};
+  EXPECT_EQ(verify_tree_sampling(probs, nullptr, d, 1, 1, 4, PhiloxArgs{}, nullptr, d, d, d,
+                                 nullptr, 0, nullptr)
+                .code(),
+            StatusCode::not_compiled);
 }
