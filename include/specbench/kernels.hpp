@@ -124,7 +124,8 @@ struct PhiloxArgs {
   const uint64_t* device_seed_offset = nullptr; ///< [2] uint64 on the device, optional
 };
 
-/// Bytes of device workspace the sampling verifiers need for `rows` rows per request.
+/// Bytes of device workspace verify_chain_sampling needs for `rows` (k + 1) rows per request
+/// (verify_tree_sampling needs none).
 std::size_t verify_sampling_workspace_bytes(int batch, int rows, int64_t vocab) noexcept;
 
 /// Tree speculative sampling, target-only (DDTree; SGLang's tree_speculative_sampling_target_only
