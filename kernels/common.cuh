@@ -229,13 +229,9 @@ __device__ __forceinline__ int lean_node_span(int nodes) {
   return nodes <= 1 ? 1 : 1 << (32 - __clz(nodes - 1));
 }
 
-/// Whether a request of `nodes` rows with `splits` slots each takes the lean tail: at most 32
-/// rows, and every slot one of kLeanDrainLoads loads per thread of two warps.
-__device__ __forceinline__ bool lean_tail_fits(int nodes, int splits) {
-  return nodes <= 32 && (splits * lean_node_span(nodes) + 63) / 64 <= kLeanDrainLoads;
-}
-
-/// A small request's drain (lean_tail_fits) in warps 0 to 2 of the reducing block, with no full
+/// A small request's drain (at most 32 rows, every slot one of kLeanDrainLoads loads per thread
+/// of two warps: splits * lean_node_span(nodes) <= 64 * kLeanDrainLoads) in warps 0 to 2 of the
+/// reducing block, with no full
 /// block barrier: threads 96 and up must have left. Thread t < 64 of warps 1 and 2 takes node
 /// t % P (P = lean_node_span) and every (64 / P)-th of its slots, all in flight at once, so that
 /// no poll waits behind warp 0, which runs `prepare()` meanwhile (work that needs no slot, such

@@ -346,6 +346,9 @@ __device__ __forceinline__ void warp_path_walk(const SamplingArgs& a, int b, uin
 
 /// The same walk for trees of more than 32 nodes, by the whole block through shared memory
 /// (`scratch` holds 6 n ints), with the same float sums; thread 0 follows the chosen children.
+/// A node that cannot be taken (the root, a parent out of range or itself, a token outside the
+/// vocabulary) gets parent -1 in `par`, so a sibling test `par[j] == par[i]` with par[i] >= 0 also
+/// says that j can be taken.
 __device__ void block_path_walk(const SamplingArgs& a, int b, uint64_t seed, uint64_t offset,
                                 bool writer, int* s_final, int* s_nmask, int32_t* s_mask,
                                 int32_t* scratch) {
@@ -357,16 +360,12 @@ __device__ void block_path_walk(const SamplingArgs& a, int b, uint64_t seed, uin
   float* w1 = w + n;                                  // the weights without repeats
   int32_t* next = reinterpret_cast<int32_t*>(w1 + n); // the chosen child of each node, or -1
   int32_t* on = next + n;                             // 1 for a node on the path
-  const auto is_valid = [&](int i) {
-    const int p = par[i];
-    return i > 0 && p >= 0 && p < n && p != i && tok[i] >= 0 && tok[i] < a.vocab;
-  };
   for (int i = tid; i < n; i += step) {
     const int p = a.parents ? a.parents[row0 + i] : i - 1;
     const int t = a.tokens[row0 + i];
-    par[i] = p;
-    tok[i] = t;
     const bool ok = i > 0 && p >= 0 && p < n && p != i && t >= 0 && t < a.vocab;
+    par[i] = ok ? p : -1;
+    tok[i] = t;
     w[i] = ok ? __ldcg(a.target + (row0 + p) * a.vocab + t) : 0.0f;
     next[i] = -1;
     on[i] = 0;
@@ -376,19 +375,19 @@ __device__ void block_path_walk(const SamplingArgs& a, int b, uint64_t seed, uin
   __syncthreads();
   // Weights: a token repeated among earlier siblings weighs 0 (the draw takes the first).
   for (int i = tid; i < n; i += step) {
-    bool ok = is_valid(i);
+    bool ok = par[i] >= 0;
     for (int j = 1; ok && j < i; ++j)
-      ok = !(par[j] == par[i] && tok[j] == tok[i] && is_valid(j));
+      ok = !(par[j] == par[i] && tok[j] == tok[i]);
     w1[i] = ok ? fmaxf(w[i], 0.0f) : 0.0f;
   }
   __syncthreads();
   w = w1;
   for (int i = tid; i < n; i += step) {
-    if (!is_valid(i) || !(w[i] > 0.0f))
+    if (par[i] < 0 || !(w[i] > 0.0f))
       continue;
     float before = 0.0f;
     for (int j = 1; j < i; ++j)
-      if (par[j] == par[i] && is_valid(j))
+      if (par[j] == par[i])
         before += w[j];
     const float u = specbench::detail::philox_uniform(
         seed, offset, static_cast<uint32_t>(row0 + par[i]), kTagWalk);
@@ -421,7 +420,7 @@ __device__ void block_path_walk(const SamplingArgs& a, int b, uint64_t seed, uin
   __syncthreads();
   const int f = *s_final, len = next[0];
   for (int i = tid; i < n; i += step) {
-    if (is_valid(i) && par[i] == f)
+    if (par[i] == f) // f >= 0: only nodes that can be taken
       s_mask[atomicAdd(s_nmask, 1)] = tok[i];
     if (writer && i > len)
       a.out_tokens[row0 + i] = -1;
@@ -647,6 +646,8 @@ std::size_t path_smem(int nodes) {
 struct PathLaunch {
   cudaLaunchConfig_t cfg{};
   cudaLaunchAttribute attr{};
+  PathLaunch(const PathLaunch&) = delete; // cfg points at attr
+  PathLaunch& operator=(const PathLaunch&) = delete;
   PathLaunch(int64_t grid, int blocks, int warps, std::size_t smem, Stream stream) {
     cfg.gridDim = dim3(static_cast<unsigned>(grid));
     cfg.blockDim = dim3(static_cast<unsigned>(warps * 32));
