@@ -18,7 +18,9 @@
 
 #include "specbench/detail/philox.hpp"
 
+#include <atomic>
 #include <cooperative_groups.h>
+#include <string_view>
 
 namespace specbench::kernels {
 namespace detail {
@@ -118,28 +120,31 @@ __device__ __forceinline__ void segment_weights(const float (&v)[32], const floa
     w[k] = residual ? fmaxf(v[k] - d[k], floor) : fmaxf(v[k], floor);
 }
 
-/// The race entry of one segment, by a whole warp: the segment's mass (a warp scan of the lanes'
-/// sums), its candidate (the first weight in draw order whose inclusive prefix exceeds u * mass;
-/// the last positive one when rounding runs past the end) and its key mass / e, where e is the
-/// exponential of the segment's race coin. Every lane returns the same entry.
-__device__ __forceinline__ uint64_t segment_entry(const float (&w)[32], float u, float e,
-                                                  int64_t base) {
-  // This lane's inclusive prefixes in draw order; the last one is the lane's mass.
-  float pre[32];
-  float acc = 0.0f;
+/// A segment's mass, by a whole warp (every lane gets it): `pre` gets this lane's inclusive
+/// prefixes in draw order, `acc` its sum (the last prefix) and `incl` the warp's inclusive scan
+/// of the sums.
+__device__ __forceinline__ float segment_prefixes(const float (&w)[32], float (&pre)[32],
+                                                  float& acc, float& incl) {
+  acc = 0.0f;
 #pragma unroll
   for (int k = 0; k < 32; ++k) {
     acc += w[k];
     pre[k] = acc;
   }
-  const float incl = warp_inclusive_scan(acc);
-  const float mass = __shfl_sync(0xFFFFFFFFu, incl, 31);
-  if (!(mass > 0.0f))
-    return race_entry(0.0f, -1);
-  // The first prefix that exceeds u * mass: in each lane the first prefix above what is left of
-  // the target (at least 0, so that a lane starting past the target through rounding offers its
-  // first positive weight), and the ballot takes the first lane that has one. A zero weight
-  // repeats the previous prefix, so it is never the first to cross: no weight test is needed.
+  incl = warp_inclusive_scan(acc);
+  return __shfl_sync(0xFFFFFFFFu, incl, 31);
+}
+
+/// The candidate of a segment whose mass is positive, by a whole warp: the first weight in draw
+/// order whose inclusive prefix exceeds u * mass, the last positive one when rounding runs past
+/// the end. `pre` are this lane's inclusive prefixes, `acc` its sum and `incl` the warp
+/// scan of the sums.
+__device__ __forceinline__ int segment_pick(const float (&w)[32], const float (&pre)[32], float acc,
+                                            float incl, float u, float mass, int64_t base) {
+  // In each lane the first prefix above what is left of the target (at least 0, so that a lane
+  // starting past the target through rounding offers its first positive weight), and the ballot
+  // takes the first lane that has one. A zero weight repeats the previous prefix, so it is never
+  // the first to cross: no weight test is needed.
   const float rest = fmaxf(u * mass - (incl - acc), 0.0f);
   int cand = -1;
 #pragma unroll
@@ -160,6 +165,27 @@ __device__ __forceinline__ uint64_t segment_entry(const float (&w)[32], float u,
     const int l = 31 - __clz(pos);
     token = static_cast<int>(seg_elem(base, l, __shfl_sync(0xFFFFFFFFu, last, l)));
   }
+  return token;
+}
+
+/// The race entry of one segment, by a whole warp: the segment's mass (a warp scan of the lanes'
+/// sums), its candidate (the first weight in draw order whose inclusive prefix exceeds u * mass;
+/// the last positive one when rounding runs past the end) and its key mass / e, where e is the
+/// exponential of the segment's race coin. Every lane returns the same entry.
+__device__ __forceinline__ uint64_t segment_entry(const float (&w)[32], float u, float e,
+                                                  int64_t base) {
+  float pre[32];
+  float acc = 0.0f;
+#pragma unroll
+  for (int k = 0; k < 32; ++k) {
+    acc += w[k];
+    pre[k] = acc;
+  }
+  const float incl = warp_inclusive_scan(acc);
+  const float mass = __shfl_sync(0xFFFFFFFFu, incl, 31);
+  if (!(mass > 0.0f))
+    return race_entry(0.0f, -1);
+  const int token = segment_pick(w, pre, acc, incl, u, mass, base);
   return race_entry(mass / e, token);
 }
 
@@ -500,6 +526,114 @@ __global__ void __launch_bounds__(kPathMaxThreads, 1) tree_path_kernel(SamplingA
   SPECBENCH_PHASE_LAST(3, b); // the outputs are written
 }
 
+/// Tree mode for the smallest calls ("rows"): the same walk and draw as tree_path_kernel, but
+/// every node's row is read while the walk runs. At one request of 8 nodes the path kernel is
+/// three dependent memory trips (tree, gathers, row f) followed by the race, all on one
+/// cluster's 15 SMs (4.7 us against 2.8 for reading the rows once). Here each node's row has its
+/// own cluster of C blocks, and the clusters of all rows together cover most of the GPU: block
+/// rank k of row r's cluster loads segments k, k + C, ... of row r into registers (warps 1, 2,
+/// ...) and computes their coins, which depend on the row and the segment only, while warp 0
+/// walks. Once the walk has found f, every cluster but f's leaves. f's races its segments from
+/// registers in two steps (every warp its key, then the in-segment pick in the block's best
+/// warp only) and reduces through rank 0's shared memory as tree_path_kernel does. The loads cost
+/// what reading the inputs once costs, and no block waits on memory after the walk.
+// Warp 0 walks and each other warp holds one segment. 18 warps (17 segments): the H200 runs only
+// 7 clusters of 10 to 16 blocks of one block per SM at once, and 9 of 9, so 8 rows of V = 151,936
+// (149 segments) take clusters of 9 blocks of 17 segments (cudaOccupancyMaxActiveClusters,
+// 2026-12-04).
+constexpr int kRowsMaxWarps = 18;
+
+template <bool kVec>
+__global__ void __launch_bounds__(kRowsMaxWarps * 32, 1) tree_rows_kernel(SamplingArgs a) {
+  SPECBENCH_PHASE_START();
+  namespace cg = cooperative_groups;
+  const cg::cluster_group cluster = cg::this_cluster();
+  const int rank = static_cast<int>(cluster.block_rank());
+  const int C = a.splits;
+  const uint32_t cid = a.split_div.div(blockIdx.x); // cluster: (request, row)
+  const uint32_t bu = a.row_div.div(cid);
+  const int b = static_cast<int>(bu), r = static_cast<int>(cid - bu * a.row_div.d);
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  const int64_t row0 = static_cast<int64_t>(b) * a.rows;
+  // Rank 0's shared memory may be written only once rank 0 runs (see tree_path_kernel).
+  asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");
+  __shared__ int s_final, s_nmask;
+  __shared__ int32_t s_mask[32];
+  __shared__ uint64_t s_red[kRowsMaxWarps];
+  __shared__ uint64_t s_rank[kPathMaxCluster];
+  const SeedOffset so = seed_offset(a);
+  const uint64_t seed = so.seed, offset = so.offset;
+  const int64_t seg = static_cast<int64_t>(warp - 1) * C + rank;
+  const bool racer = warp > 0 && seg < a.segs;
+  const uint32_t row = static_cast<uint32_t>(row0 + r);
+  float v[32], d[32], w[32];
+  float e = 1.0f, draw = 0.0f;
+  if (racer) {
+    issue_segment<kVec>(a.target + (row0 + r) * a.vocab, nullptr, false, seg * kSeg, a.vocab, v, d);
+    const specbench::detail::SegmentCoins c = specbench::detail::philox_segment_coins(
+        seed, offset, row, kTagRace0 + static_cast<uint32_t>(seg));
+    e = -logf(c.race);
+    draw = c.draw;
+  } else if (warp == 0) {
+    warp_path_walk(a, b, seed, offset, r == 0 && rank == 0, &s_final, &s_nmask, s_mask);
+  }
+  SPECBENCH_PHASE(2, e > 0.0f); // warp 0 walked (thread 0's stamp)
+  __syncthreads();              // the walk's result
+  const int f = s_final, nmask = s_nmask;
+  if (f != r) { // not the row the bonus comes from: the whole cluster leaves
+    asm volatile("barrier.cluster.wait;" ::: "memory");
+    return;
+  }
+  // The race in two steps, so that the SM's 17 warps do not all run the in-segment pick, most of
+  // a segment's instructions: every warp computes its segment's key mass / e; the block's best
+  // key (ties to the lower segment, as the lower candidate wins in race_entry) picks the one warp
+  // that finds its candidate. Same entry as segment_entry.
+  const int warps = static_cast<int>(blockDim.x >> 5);
+  float pre[32], acc = 0.0f, incl = 0.0f, mass = 0.0f;
+  uint64_t key = 0;
+  if (racer) {
+    segment_weights(v, d, false, 0.0f, w);
+    mask_segment(s_mask, nmask, seg * kSeg, w);
+    mass = segment_prefixes(w, pre, acc, incl);
+    key = mass > 0.0f ? (static_cast<uint64_t>(__float_as_uint(mass / e)) << 32) |
+                            (0xFFFFFFFFu - static_cast<uint32_t>(seg))
+                      : 1ull;
+  }
+  if (lane == 0)
+    s_red[warp] = key; // 0 for warp 0 and warps without a segment
+  __syncthreads();
+  const uint64_t top = warp_max_packed(lane < warps ? s_red[lane] : 0ull);
+  SPECBENCH_PHASE(3, top); // the block's best key is known
+  uint64_t entry = race_entry(0.0f, -1);
+  const bool winner = racer && key == top && top > 1;
+  if (winner) {
+    const int token = segment_pick(w, pre, acc, incl, draw, mass, seg * kSeg);
+    entry = race_entry(mass / e, token);
+  }
+
+  asm volatile("barrier.cluster.wait;" ::: "memory");
+  if ((winner && lane == 0) || (top <= 1 && tid == 0))
+    cluster.map_shared_rank(s_rank, 0)[rank] = entry;
+  cluster.sync(); // release / acquire: rank 0 sees every block's entry
+  SPECBENCH_PHASE(4, entry);
+  if (rank != 0 || warp != 0)
+    return;
+  const uint64_t m = warp_max_packed(lane < C ? s_rank[lane] : 0ull);
+  int32_t t = entry_token(m);
+  SPECBENCH_PHASE_LAST_DEP(2, b, m); // every block's entry is in
+  // Rare: f's children hold all of row f's mass (a row that does not sum to 1); the bonus is
+  // drawn from p_f itself with the same coins, as in tree_path_kernel.
+  if (t < 0 && nmask > 0)
+    t = entry_token(
+        race_row<kVec>(a.target + (row0 + f) * a.vocab, a.vocab, 0, a.segs, 1, seed, offset, row));
+  if (lane == 0) {
+    a.bonus[b] = t;
+    if (a.target_out)
+      a.target_out[row0 + f] = t;
+  }
+  SPECBENCH_PHASE_LAST(3, b); // the outputs are written
+}
+
 /// Chain mode. The token comes from one row only: the first rejected draft's residual
 /// max(p - q, 0), or p_k when every draft stands, and the acceptance tests that find that row
 /// need no draw. So every block first runs the tests (warp 0; the request's other blocks run the
@@ -642,13 +776,13 @@ std::size_t path_smem(int nodes) {
   return sizeof(int32_t) * static_cast<std::size_t>(nodes <= 32 ? 32 : 7 * nodes);
 }
 
-/// The launch of tree_path_kernel<vec> in clusters of `blocks` blocks of `warps` warps.
-struct PathLaunch {
+/// The launch of a tree kernel in clusters of `blocks` blocks of `warps` warps.
+struct ClusterLaunch {
   cudaLaunchConfig_t cfg{};
   cudaLaunchAttribute attr{};
-  PathLaunch(const PathLaunch&) = delete; // cfg points at attr
-  PathLaunch& operator=(const PathLaunch&) = delete;
-  PathLaunch(int64_t grid, int blocks, int warps, std::size_t smem, Stream stream) {
+  ClusterLaunch(const ClusterLaunch&) = delete; // cfg points at attr
+  ClusterLaunch& operator=(const ClusterLaunch&) = delete;
+  ClusterLaunch(int64_t grid, int blocks, int warps, std::size_t smem, Stream stream) {
     cfg.gridDim = dim3(static_cast<unsigned>(grid));
     cfg.blockDim = dim3(static_cast<unsigned>(warps * 32));
     cfg.dynamicSmemBytes = smem;
@@ -689,7 +823,7 @@ int path_active_clusters(bool vec, int blocks, int warps, int nodes) {
     opted[dev][vec ? 1 : 0] = true;
   }
   // Asked with the largest shared memory of the class, so the answer holds for every tree in it.
-  PathLaunch l(blocks, blocks, warps, path_smem(big ? 2048 : 32), nullptr);
+  ClusterLaunch l(blocks, blocks, warps, path_smem(big ? 2048 : 32), nullptr);
   int n = 0;
   if (cudaOccupancyMaxActiveClusters(&n, k, &l.cfg) != cudaSuccess) {
     (void)cudaGetLastError();
@@ -735,12 +869,89 @@ Status launch_tree_path(SamplingArgs a, int batch, Stream stream, const char* wh
                   "verify fewer requests per call", where);
   a.splits = best_blocks;
   a.split_div = FastDiv::make(static_cast<uint32_t>(best_blocks));
-  PathLaunch l(blocks, best_blocks, best_warps, path_smem(a.rows), stream);
+  ClusterLaunch l(blocks, best_blocks, best_warps, path_smem(a.rows), stream);
   const cudaError_t err = vec ? cudaLaunchKernelEx(&l.cfg, tree_path_kernel<true>, a)
                               : cudaLaunchKernelEx(&l.cfg, tree_path_kernel<false>, a);
   if (err != cudaSuccess)
     return cuda_status(err, where, "cudaLaunchKernelEx");
   return launch_status(where);
+}
+
+/// Clusters of `blocks` blocks of `warps` warps of tree_rows_kernel that the device runs at once
+/// (0: none). Asked once per device and shape.
+int rows_active_clusters(int blocks, int warps) {
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 16) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  static int cache[16][kPathMaxCluster + 1][kRowsMaxWarps + 1] = {};
+  static bool opted[16] = {};
+  int& slot = cache[dev][blocks][warps];
+  if (slot != 0)
+    return slot - 1;
+  if (!opted[dev]) {
+    (void)cudaFuncSetAttribute(tree_rows_kernel<true>,
+                               cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+    (void)cudaGetLastError();
+    opted[dev] = true;
+  }
+  ClusterLaunch l(blocks, blocks, warps, 0, nullptr);
+  int n = 0;
+  if (cudaOccupancyMaxActiveClusters(&n, tree_rows_kernel<true>, &l.cfg) != cudaSuccess) {
+    (void)cudaGetLastError();
+    n = 0;
+  }
+  slot = n + 1;
+  return n;
+}
+
+/// Blocks per cluster of tree_rows_kernel for this call, or 0 when the call should take
+/// tree_path_kernel: rows not 16-byte aligned, more than 32 nodes, more than 17 segments per
+/// block, or more rows than clusters the GPU runs at once (one wave; the rows are raced while the
+/// walk runs only when they all load at once). The largest cluster that fits: the more SMs, the
+/// faster the rows come in.
+int rows_cluster(const SamplingArgs& a, int batch, bool vec) {
+  if (!vec || a.rows > 32)
+    return 0;
+  const int64_t clusters = static_cast<int64_t>(batch) * a.rows;
+  if (clusters * 2 > sm_count()) // two SMs per row at least (more rows: not measured)
+    return 0;
+  for (int c = kPathMaxCluster; c >= 1; --c) {
+    const int64_t per_block = (a.segs + c - 1) / c;
+    if (per_block > kRowsMaxWarps - 1)
+      break; // smaller clusters hold even more per block
+    if (clusters * c > sm_count() || (a.segs + per_block - 1) / per_block < c)
+      continue; // more blocks than SMs, or a block without a segment
+    if (rows_active_clusters(c, static_cast<int>(per_block + 1)) >= clusters)
+      return c;
+  }
+  return 0;
+}
+
+Status launch_tree_rows(SamplingArgs a, int batch, int c, Stream stream, const char* where) {
+  const int warps = static_cast<int>((a.segs + c - 1) / c + 1);
+  a.splits = c;
+  a.split_div = FastDiv::make(static_cast<uint32_t>(c));
+  a.row_div = FastDiv::make(static_cast<uint32_t>(a.rows));
+  const int64_t blocks = static_cast<int64_t>(batch) * a.rows * c;
+  ClusterLaunch l(blocks, c, warps, 0, stream);
+  const cudaError_t err = cudaLaunchKernelEx(&l.cfg, tree_rows_kernel<true>, a);
+  if (err != cudaSuccess)
+    return cuda_status(err, where, "cudaLaunchKernelEx");
+  return launch_status(where);
+}
+
+/// force_tree_sampling_kernel's choice: 0 automatic, 1 path.
+std::atomic<int> g_tree_kernel{0};
+
+/// Tree mode: tree_rows_kernel for the smallest calls, else tree_path_kernel.
+Status launch_tree(SamplingArgs a, int batch, Stream stream, const char* where) {
+  a.segs = sampling_segments(a.vocab);
+  const bool vec = reinterpret_cast<uintptr_t>(a.target) % 16 == 0 && a.vocab % 4 == 0;
+  if (const int c = g_tree_kernel.load() == 1 ? 0 : rows_cluster(a, batch, vec); c > 0)
+    return launch_tree_rows(a, batch, c, stream, where);
+  return launch_tree_path(a, batch, stream, where);
 }
 
 SamplingArgs base_args(int rows, int64_t vocab, PhiloxArgs rng, void* workspace, int batch) {
@@ -750,7 +961,7 @@ SamplingArgs base_args(int rows, int64_t vocab, PhiloxArgs rng, void* workspace,
   a.seed = rng.seed;
   a.offset = rng.offset;
   a.dev_seed_offset = rng.device_seed_offset;
-  if (workspace == nullptr) // tree mode needs none
+  if (workspace == nullptr) // tree mode runs without one
     return a;
   a.counters = static_cast<uint32_t*>(workspace);
   a.slots = reinterpret_cast<uint64_t*>(static_cast<char*>(workspace) +
@@ -784,7 +995,26 @@ Status verify_tree_sampling(const float* target_probs, const int32_t* parents,
   a.out_tokens = accept_path;
   a.accepted = accepted;
   a.bonus = bonus;
-  return detail::launch_tree_path(a, batch, stream, where);
+  return detail::launch_tree(a, batch, stream, where);
+}
+
+bool force_tree_sampling_kernel(const char* kernel) noexcept {
+  const std::string_view k = kernel != nullptr ? kernel : "auto";
+  const int mode = k == "auto" || k == "rows" ? 0 : k == "path" ? 1 : -1;
+  if (mode < 0)
+    return false;
+  detail::g_tree_kernel.store(mode);
+  return true;
+}
+
+const char* verify_tree_sampling_kernel(int batch, int nodes, int64_t vocab) noexcept {
+  if (batch < 1 || nodes < 1 || vocab < 1 || detail::g_tree_kernel.load() == 1)
+    return "path";
+  detail::SamplingArgs a{};
+  a.rows = nodes;
+  a.vocab = vocab;
+  a.segs = detail::sampling_segments(vocab);
+  return detail::rows_cluster(a, batch, vocab % 4 == 0) > 0 ? "rows" : "path";
 }
 
 Status verify_chain_sampling(const float* draft_probs, const int32_t* draft_tokens,

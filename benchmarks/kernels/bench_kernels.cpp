@@ -354,7 +354,13 @@ void BM_ddtree(benchmark::State& st, int batch, int budget, int depth, int kk, b
 // added at one child's token per node, not probabilities: every walk goes down to a leaf, whose
 // row has no children to leave out of the bonus draw (the timing does not depend on the values
 // otherwise).
-void BM_tree_sampling(benchmark::State& st, int batch, int n, bool cold, bool device_seed = false) {
+// `force_path`: the path kernel even where the rows kernel would run (force_tree_sampling_kernel).
+void BM_tree_sampling(benchmark::State& st, int batch, int n, bool cold, bool device_seed = false,
+                      bool force_path = false) {
+  k::force_tree_sampling_kernel(force_path ? "path" : "auto");
+  struct Restore {
+    ~Restore() { k::force_tree_sampling_kernel("auto"); }
+  } restore;
   const int64_t rows = int64_t(batch) * n;
   const std::size_t bytes = rows * kVocab * 4;
   const int R = rotation(bytes, cold);
@@ -374,6 +380,7 @@ void BM_tree_sampling(benchmark::State& st, int batch, int n, bool cold, bool de
   }
   DevMem seed(2 * sizeof(uint64_t));
   upload(seed, std::vector<uint64_t>{1, 0});
+  st.SetLabel(k::verify_tree_sampling_kernel(batch, n, kVocab));
   cudaDeviceSynchronize();
   time_graph(
       st, cold ? R : 20,
@@ -556,12 +563,16 @@ int main(int argc, char** argv) {
             "ddtree_build" + sz + "/no_masks",
             [=](benchmark::State& s) { BM_ddtree(s, b, budget, 16, kk, false); }, 30);
     }
-  for (auto [b, n] : {std::pair{1, 8}, {8, 16}, {64, 16}, {64, 64}}) {
+  for (auto [b, n] : {std::pair{1, 4}, {1, 8}, {2, 4}, {1, 16}, {8, 16}, {64, 16}, {64, 64}}) {
     const std::string sz = "/B" + std::to_string(b) + "xN" + std::to_string(n);
     reg(
         "tree_sampling_fp32" + sz + "/cold",
         [=](benchmark::State& s) { BM_tree_sampling(s, b, n, true); }, 20);
-    if (b == 1)
+    if (b * n <= 16) // where the rows kernel may run: the path kernel for comparison
+      reg(
+          "tree_sampling_fp32" + sz + "/cold/path",
+          [=](benchmark::State& s) { BM_tree_sampling(s, b, n, true, false, true); }, 20);
+    if (b == 1 && n == 8)
       reg(
           "tree_sampling_fp32" + sz + "/cold/device_seed",
           [=](benchmark::State& s) { BM_tree_sampling(s, b, n, true, true); }, 20);

@@ -137,9 +137,12 @@ std::size_t verify_sampling_workspace_bytes(int batch, int rows, int64_t vocab) 
 /// walk's gathers and row f: rows must be probabilities that sum to 1 (as after softmax and top-k
 /// / top-p renormalisation); the walk compares its coin with unnormalised prefix sums.
 /// target_tokens (optional): at each path node the token taken after it (the next path node's
-/// token, the bonus at the last), -1 at every other node. One thread-block cluster per request
-/// (sm_90+). `workspace` is unused (may be null with 0 bytes); kept so that both sampling
-/// verifiers take the same arguments.
+/// token, the bonus at the last), -1 at every other node. Two kernels (sm_90+), the same results:
+/// "path", one thread-block cluster per request that reads the walk's gathers and row f; and for
+/// the smallest calls (a few rows, see verify_tree_sampling_kernel) "rows", a cluster per node
+/// row that loads its row while the walk runs, so that only f's cluster races and the others
+/// stop. `workspace` is unused (may be null with 0 bytes); kept so that both sampling verifiers
+/// take the same arguments.
 Status verify_tree_sampling(const float* target_probs, // [batch, nodes, vocab] fp32
                             const int32_t* parents,    // [batch, nodes] int32, or nullptr (chain)
                             const int32_t* tokens,     // [batch, nodes] int32
@@ -149,6 +152,17 @@ Status verify_tree_sampling(const float* target_probs, // [batch, nodes, vocab] 
                             int32_t* accepted,      // [batch] int32 out
                             int32_t* bonus,         // [batch] int32 out
                             void* workspace, std::size_t workspace_bytes, Stream stream);
+
+/// The kernel verify_tree_sampling runs on the current device for these sizes with 16-byte
+/// aligned rows: "rows" or "path" ("not compiled" in a build without CUDA). For benchmarks and
+/// tests; the results do not depend on it.
+const char* verify_tree_sampling_kernel(int batch, int nodes, int64_t vocab) noexcept;
+
+/// For benchmarks and tests: makes verify_tree_sampling run "path" for every call that follows,
+/// process-wide (not synchronised with calls in flight on other threads); "rows" or "auto" (or
+/// nullptr) restore the automatic choice, which runs "rows" wherever it can. False, and nothing
+/// changes, for another name.
+bool force_tree_sampling_kernel(const char* kernel) noexcept;
 
 /// Chain speculative sampling (Leviathan et al.): draft i is accepted when u_i * q_i(d_i) <
 /// p_i(d_i) with u_i = u(seed, offset, b * (k + 1) + i, tag 1); at the first rejection the token

@@ -69,6 +69,14 @@ Status verify_tree_sampling(const float* target_probs, const int32_t*, const int
   return not_compiled("kernels::verify_tree_sampling");
 }
 
+const char* verify_tree_sampling_kernel(int, int, int64_t) noexcept {
+  return "not compiled";
+}
+
+bool force_tree_sampling_kernel(const char*) noexcept {
+  return false;
+}
+
 Status verify_chain_sampling(const float* draft_probs, const int32_t* draft_tokens,
                              const float* target_probs, int batch, int k, int64_t vocab, PhiloxArgs,
                              int32_t* output_tokens, int32_t* accepted, void* workspace,

@@ -444,4 +444,5 @@ TEST(KernelLaunchers, SayNotCompiledWithoutCuda) {
                                  nullptr, 0, nullptr)
                 .code(),
             StatusCode::not_compiled);
+  EXPECT_STREQ(verify_tree_sampling_kernel(1, 8, 151936), "not compiled");
 }

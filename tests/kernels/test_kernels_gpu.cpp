@@ -407,6 +407,7 @@ struct TreeSamplingCase {
   int batch, n;
   int64_t V;
   bool dev_seed, unnormalised, special; // special: NaN, negative and out-of-range entries
+  int calls = 1;                        // repeated calls (nothing may carry over)
 };
 
 /// Runs one case against the reference; returns how many requests' walks took two drafts or more.
@@ -445,16 +446,19 @@ int run_tree_sampling(const TreeSamplingCase& c, std::mt19937& rng) {
   Dev<uint64_t> so(std::vector<uint64_t>{seed, offset});
   const k::PhiloxArgs args{c.dev_seed ? 0 : seed, c.dev_seed ? 0 : offset,
                            c.dev_seed ? so.p : nullptr};
-  tt.poison();
-  path.poison();
-  const Status st = k::verify_tree_sampling(dp.p, par.p, tok.p, batch, n, V, args, tt.p, path.p,
-                                            acc.p, bon.p, nullptr, 0, nullptr);
-  EXPECT_TRUE(st.is_ok()) << st.to_string();
-  if (!st.is_ok())
-    return 0;
+  for (int call = 0; call < c.calls; ++call) {
+    tt.poison();
+    path.poison();
+    const Status st = k::verify_tree_sampling(dp.p, par.p, tok.p, batch, n, V, args, tt.p, path.p,
+                                              acc.p, bon.p, nullptr, 0, nullptr);
+    EXPECT_TRUE(st.is_ok()) << st.to_string();
+    if (!st.is_ok())
+      return 0;
+  }
   const auto T = tt.get(), P = path.get(), A = acc.get(), B = bon.get();
-  const std::string what =
-      "V=" + std::to_string(V) + " n=" + std::to_string(n) + " batch=" + std::to_string(batch);
+  const std::string what = "V=" + std::to_string(V) + " n=" + std::to_string(n) +
+                           " batch=" + std::to_string(batch) + " kernel " +
+                           k::verify_tree_sampling_kernel(batch, n, V);
   int deep = 0;
   for (int b = 0; b < batch; ++b) {
     const TreeSamplingResult r = verify_tree_sampling_reference(
@@ -502,6 +506,47 @@ TEST(KernelsGpu, TreeSamplingWalksLikeTheReferenceAndDrawsFromTheResidual) {
   deep += run_tree_sampling({2, 4, 262144, false, false, false}, rng);
   deep += run_tree_sampling({1, 8, 1'500'007, false, false, false}, rng);
   EXPECT_GT(deep, 20) << "too few walks went two drafts deep: the planted mass did not work";
+}
+
+TEST(KernelsGpu, TreeSamplingRowsKernelMatchesTheReference) {
+  // The smallest calls load every node's row while the walk runs, a cluster per row ("rows"):
+  // the same walks and draws. Each shape must take that kernel, or the test would not test it.
+  std::mt19937 rng(15);
+  int deep = 0;
+  const std::vector<TreeSamplingCase> cases = {
+      {1, 8, 151936, false, false, false, 3}, // the benchmark's shape, three calls
+      {1, 8, 151936, true, false, false},     // seed from device memory
+      {2, 4, 151936, false, false, false},    {1, 4, 151936, false, false, false},
+      {2, 16, 32000, false, false, false},    {1, 31, 4096, false, false, false, 2},
+      {2, 32, 1024, false, false, false}, // one segment per row
+      {1, 1, 4096, false, false, false},  // the root alone
+      {4, 8, 4100, false, true, false},   // unnormalised rows: the fallback to p_f
+      {2, 16, 3000, false, false, true},  // NaN, negative and out-of-range children
+  };
+  for (const TreeSamplingCase& c : cases) {
+    ASSERT_STREQ(k::verify_tree_sampling_kernel(c.batch, c.n, c.V), "rows")
+        << "batch " << c.batch << " n " << c.n << " V " << c.V;
+    for (int round = 0; round < 3; ++round) // new trees and rows each round
+      deep += run_tree_sampling(c, rng);
+  }
+  // The same shapes forced onto the path kernel (force_tree_sampling_kernel, for benchmarks).
+  ASSERT_TRUE(k::force_tree_sampling_kernel("path"));
+  EXPECT_STREQ(k::verify_tree_sampling_kernel(1, 8, 151936), "path");
+  deep += run_tree_sampling(cases[0], rng);
+  deep += run_tree_sampling(cases[4], rng);
+  EXPECT_FALSE(k::force_tree_sampling_kernel("fastest"));
+  EXPECT_STREQ(k::verify_tree_sampling_kernel(1, 8, 151936), "path") << "a bad name changed it";
+  ASSERT_TRUE(k::force_tree_sampling_kernel(nullptr));
+  EXPECT_STREQ(k::verify_tree_sampling_kernel(1, 8, 151936), "rows");
+  // Too many rows, more than 17 segments per block, more than 32 nodes, or rows that are not
+  // 16-byte aligned: the path kernel (tested above).
+  EXPECT_STREQ(k::verify_tree_sampling_kernel(64, 64, 151936), "path");
+  EXPECT_STREQ(k::verify_tree_sampling_kernel(1, 16, 151936), "path");
+  EXPECT_STREQ(k::verify_tree_sampling_kernel(1, 8, 262144), "path");
+  EXPECT_STREQ(k::verify_tree_sampling_kernel(1, 33, 4096), "path");
+  EXPECT_STREQ(k::verify_tree_sampling_kernel(1, 8, 4099), "path");
+  // 51 requests; about one in five walks goes two drafts deep (3 of 17 in the first run).
+  EXPECT_GT(deep, 3) << "too few walks went two drafts deep: the planted mass did not work";
 }
 
 namespace {
