@@ -535,8 +535,20 @@ __global__ void __launch_bounds__(kPathMaxThreads, 1) tree_path_kernel(SamplingA
 /// ...) and computes their coins, which depend on the row and the segment only, while warp 0
 /// walks. Once the walk has found f, every cluster but f's leaves. f's races its segments from
 /// registers in two steps (every warp its key, then the in-segment pick in the block's best
-/// warp only) and reduces through rank 0's shared memory as tree_path_kernel does. The loads cost
-/// what reading the inputs once costs, and no block waits on memory after the walk.
+/// warp only); each block sends its entry to rank 0 by an asynchronous store that completes a
+/// transaction count on rank 0's mbarrier, so that rank 0 alone waits (no cluster barrier at the
+/// end). The loads cost what reading the inputs once costs, and no block waits on memory after
+/// the walk.
+/// The address in the cluster's shared memory window of `p` (this block's shared memory) in
+/// block rank 0.
+__device__ __forceinline__ uint32_t rank0_address(const void* p) {
+  uint32_t r;
+  asm("mapa.shared::cluster.u32 %0, %1, 0;"
+      : "=r"(r)
+      : "r"(static_cast<uint32_t>(__cvta_generic_to_shared(p))));
+  return r;
+}
+
 // Warp 0 walks and each other warp holds one segment. 18 warps (17 segments): the H200 runs only
 // 7 clusters of 10 to 16 blocks of one block per SM at once, and 9 of 9, so 8 rows of V = 151,936
 // (149 segments) take clusters of 9 blocks of 17 segments (cudaOccupancyMaxActiveClusters,
@@ -556,6 +568,17 @@ __global__ void __launch_bounds__(kRowsMaxWarps * 32, 1) tree_rows_kernel(Sampli
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int64_t row0 = static_cast<int64_t>(b) * a.rows;
   // Rank 0's shared memory may be written only once rank 0 runs (see tree_path_kernel).
+  // Rank 0 receives the other blocks' entries by asynchronous stores that complete a transaction
+  // count on its mbarrier: it alone waits, and the others leave once they have sent.
+  __shared__ uint64_t s_bar_in;
+  if (threadIdx.x == 0 && cluster.block_rank() == 0) {
+    const uint32_t bar = static_cast<uint32_t>(__cvta_generic_to_shared(&s_bar_in));
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar) : "memory");
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar),
+                 "r"(8u * (a.splits - 1))
+                 : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
   asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");
   __shared__ int s_final, s_nmask;
   __shared__ int32_t s_mask[32];
@@ -610,14 +633,37 @@ __global__ void __launch_bounds__(kRowsMaxWarps * 32, 1) tree_rows_kernel(Sampli
     const int token = segment_pick(w, pre, acc, incl, draw, mass, seg * kSeg);
     entry = race_entry(mass / e, token);
   }
-
+  // Rank 0 runs and its barrier is initialised (the fence before its arrive at the start).
   asm volatile("barrier.cluster.wait;" ::: "memory");
-  if ((winner && lane == 0) || (top <= 1 && tid == 0))
-    cluster.map_shared_rank(s_rank, 0)[rank] = entry;
-  cluster.sync(); // release / acquire: rank 0 sees every block's entry
-  SPECBENCH_PHASE(4, entry);
-  if (rank != 0 || warp != 0)
+  const bool sender = (winner && lane == 0) || (top <= 1 && tid == 0);
+  if (rank != 0) { // an asynchronous store to rank 0 that completes its barrier's transaction
+    if (sender) {
+      const uint32_t slot = rank0_address(&s_rank[rank]), bar = rank0_address(&s_bar_in);
+      asm volatile(
+          "st.async.shared::cluster.mbarrier::complete_tx::bytes.u64 [%0], %1, [%2];" ::"r"(slot),
+          "l"(entry), "r"(bar)
+          : "memory");
+    }
     return;
+  }
+  if (sender)
+    s_rank[0] = entry;
+  __syncthreads(); // rank 0's own entry
+  if (warp != 0)
+    return;
+  {
+    const uint32_t bar = static_cast<uint32_t>(__cvta_generic_to_shared(&s_bar_in));
+    uint32_t done = 0;
+    do {
+      asm volatile(
+          "{\n .reg .pred p;\n mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, "
+          "[%1], 0;\n selp.u32 %0, 1, 0, p;\n}"
+          : "=r"(done)
+          : "r"(bar)
+          : "memory");
+    } while (!done);
+  }
+  SPECBENCH_PHASE(4, entry);
   const uint64_t m = warp_max_packed(lane < C ? s_rank[lane] : 0ull);
   int32_t t = entry_token(m);
   SPECBENCH_PHASE_LAST_DEP(2, b, m); // every block's entry is in

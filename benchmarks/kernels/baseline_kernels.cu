@@ -25,11 +25,11 @@ __global__ void fill_bf16_kernel(uint16_t* x, int64_t n, uint32_t seed) {
   }
 }
 
-__global__ void fill_f32_kernel(float* x, int64_t n, uint32_t seed) {
+__global__ void fill_f32_kernel(float* x, int64_t n, uint32_t seed, float scale) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x)
     x[i] =
-        (mix(static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ull + seed) >> 8) * (1.0f / 16777216.0f);
+        (mix(static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ull + seed) >> 8) * (scale / 16777216.0f);
 }
 
 __global__ void plant_bf16_kernel(uint16_t* x, int64_t rows, int64_t vocab, const int32_t* idx) {
@@ -38,10 +38,11 @@ __global__ void plant_bf16_kernel(uint16_t* x, int64_t rows, int64_t vocab, cons
     x[r * vocab + idx[r]] = __bfloat16_as_ushort(__float2bfloat16(30.0f));
 }
 
-__global__ void plant_f32_kernel(float* x, int64_t rows, int64_t vocab, const int32_t* idx) {
+__global__ void plant_f32_kernel(float* x, int64_t rows, int64_t vocab, const int32_t* idx,
+                                 float value) {
   const int64_t r = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   if (r < rows)
-    x[r * vocab + idx[r]] += 1000.0f;
+    x[r * vocab + idx[r]] += value;
 }
 
 __global__ void bf16_to_f32_kernel(const uint4* in, float4* out, int64_t n8) {
@@ -172,16 +173,17 @@ unsigned grid_for(int64_t n, int per_block) {
 void fill_random_bf16(uint16_t* x, int64_t n, uint32_t seed, CUstream_st* s) {
   fill_bf16_kernel<<<grid_for(n, 256), 256, 0, s>>>(x, n, seed);
 }
-void fill_random_f32(float* x, int64_t n, uint32_t seed, CUstream_st* s) {
-  fill_f32_kernel<<<grid_for(n, 256), 256, 0, s>>>(x, n, seed);
+void fill_random_f32(float* x, int64_t n, uint32_t seed, CUstream_st* s, float scale) {
+  fill_f32_kernel<<<grid_for(n, 256), 256, 0, s>>>(x, n, seed, scale);
 }
 void plant_bf16(uint16_t* logits, int64_t rows, int64_t vocab, const int32_t* idx, CUstream_st* s) {
   plant_bf16_kernel<<<static_cast<unsigned>((rows + 255) / 256), 256, 0, s>>>(logits, rows, vocab,
                                                                               idx);
 }
-void plant_f32(float* probs, int64_t rows, int64_t vocab, const int32_t* idx, CUstream_st* s) {
+void plant_f32(float* probs, int64_t rows, int64_t vocab, const int32_t* idx, CUstream_st* s,
+               float value) {
   plant_f32_kernel<<<static_cast<unsigned>((rows + 255) / 256), 256, 0, s>>>(probs, rows, vocab,
-                                                                             idx);
+                                                                             idx, value);
 }
 void bf16_to_f32(const uint16_t* in, float* out, int64_t n, CUstream_st* s) {
   // n is a multiple of 8 in every benchmark shape.

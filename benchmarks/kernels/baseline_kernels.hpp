@@ -11,12 +11,13 @@ namespace specbench::bench {
 
 /// Fill `n` bf16 values with a deterministic pseudo-random normal-ish distribution.
 void fill_random_bf16(uint16_t* x, int64_t n, uint32_t seed, CUstream_st* s);
-/// Fill `n` floats in [0, 1) (pseudo-random), then callers may normalise.
-void fill_random_f32(float* x, int64_t n, uint32_t seed, CUstream_st* s);
+/// Fill `n` floats in [0, scale) (pseudo-random, uniform).
+void fill_random_f32(float* x, int64_t n, uint32_t seed, CUstream_st* s, float scale = 1.0f);
 /// logits[r, idx[r]] = 30 for each of `rows` rows (bf16), so the argmax is known.
 void plant_bf16(uint16_t* logits, int64_t rows, int64_t vocab, const int32_t* idx, CUstream_st* s);
-/// probs[r, idx[r]] += 1 for each of `rows` rows (fp32), so draws follow the tree.
-void plant_f32(float* probs, int64_t rows, int64_t vocab, const int32_t* idx, CUstream_st* s);
+/// probs[r, idx[r]] += value for each of `rows` rows (fp32), so draws follow the tree.
+void plant_f32(float* probs, int64_t rows, int64_t vocab, const int32_t* idx, CUstream_st* s,
+               float value = 1000.0f);
 
 /// Deployed step 1: out[i] = float(in[i]) (torch's `.float()`), vectorised.
 void bf16_to_f32(const uint16_t* in, float* out, int64_t n, CUstream_st* s);

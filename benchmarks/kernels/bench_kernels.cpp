@@ -350,13 +350,15 @@ void BM_ddtree(benchmark::State& st, int batch, int budget, int depth, int kk, b
 // ---- sampling verification --------------------------------------------------------------------
 
 // `device_seed`: the seed and offset come from device memory (PhiloxArgs::device_seed_offset), as
-// in a CUDA graph whose random state advances on the device. The rows are uniform noise with 1000
-// added at one child's token per node, not probabilities: every walk goes down to a leaf, whose
-// row has no children to leave out of the bonus draw (the timing does not depend on the values
-// otherwise).
-// `force_path`: the path kernel even where the rows kernel would run (force_tree_sampling_kernel).
+// in a CUDA graph whose random state advances on the device. By default the rows are uniform noise
+// with 1000 added at one child's token per node, not probabilities: every walk goes down to a leaf,
+// whose row has no children to leave out of the bonus draw (the timing does not depend on the
+// values otherwise). `force_path`: the path kernel even where the rows kernel would run
+// (force_tree_sampling_kernel). `probs`: rows that are probabilities instead, uniform noise summing
+// to about 0.4 and 0.6 at the first child's token, so that a walk goes on with probability about
+// 0.6 at each node, stops at inner nodes too, and the bonus draw leaves their children out.
 void BM_tree_sampling(benchmark::State& st, int batch, int n, bool cold, bool device_seed = false,
-                      bool force_path = false) {
+                      bool force_path = false, bool probs_rows = false) {
   k::force_tree_sampling_kernel(force_path ? "path" : "auto");
   struct Restore {
     ~Restore() { k::force_tree_sampling_kernel("auto"); }
@@ -375,8 +377,10 @@ void BM_tree_sampling(benchmark::State& st, int batch, int n, bool cold, bool de
     probs.push_back(std::make_unique<DevMem>(bytes));
     if (!probs.back()->p)
       return st.SkipWithError("out of device memory");
-    bb::fill_random_f32(probs.back()->as<float>(), rows * kVocab, 3 + r, nullptr);
-    bb::plant_f32(probs.back()->as<float>(), rows, kVocab, plant.as<int32_t>(), nullptr);
+    bb::fill_random_f32(probs.back()->as<float>(), rows * kVocab, 3 + r, nullptr,
+                        probs_rows ? 0.8f / kVocab : 1.0f);
+    bb::plant_f32(probs.back()->as<float>(), rows, kVocab, plant.as<int32_t>(), nullptr,
+                  probs_rows ? 0.6f : 1000.0f);
   }
   DevMem seed(2 * sizeof(uint64_t));
   upload(seed, std::vector<uint64_t>{1, 0});
@@ -572,6 +576,10 @@ int main(int argc, char** argv) {
       reg(
           "tree_sampling_fp32" + sz + "/cold/path",
           [=](benchmark::State& s) { BM_tree_sampling(s, b, n, true, false, true); }, 20);
+    if ((b == 1 && n == 8) || (b == 8 && n == 16) || (b == 64 && n == 64))
+      reg(
+          "tree_sampling_fp32" + sz + "/cold/probs",
+          [=](benchmark::State& s) { BM_tree_sampling(s, b, n, true, false, false, true); }, 20);
     if (b == 1 && n == 8)
       reg(
           "tree_sampling_fp32" + sz + "/cold/device_seed",
