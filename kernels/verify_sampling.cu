@@ -20,6 +20,7 @@
 
 #include <atomic>
 #include <cooperative_groups.h>
+#include <string>
 #include <string_view>
 
 namespace specbench::kernels {
@@ -879,15 +880,18 @@ int path_active_clusters(bool vec, int blocks, int warps, int nodes) {
   return n;
 }
 
-Status launch_tree_path(SamplingArgs a, int batch, Stream stream, const char* where) {
-  a.segs = sampling_segments(a.vocab);
-  const bool vec = reinterpret_cast<uintptr_t>(a.target) % 16 == 0 && a.vocab % 4 == 0;
-  // Blocks per request (the cluster) and warps per block: a warp per segment of the final row
-  // when the requests fit in one wave, else fewer blocks per request, each warp racing several
-  // segments. The cost is waves x segment rounds (a round is a trip to memory and back); on a
-  // tie the larger cluster (fewer warps per SM) wins. One request at V = 151,936 (149 segments):
-  // 15 blocks of 10 warps.
-  int best_blocks = 0, best_warps = 0;
+/// A tree kernel's launch: clusters of `blocks` blocks of `warps` warps (blocks 0: none fits).
+struct TreeLaunchShape {
+  int blocks = 0, warps = 0;
+};
+
+/// tree_path_kernel's shape for this call. Blocks per request (the cluster) and warps per block:
+/// a warp per segment of the final row when the requests fit in one wave, else fewer blocks per
+/// request, each warp racing several segments. The cost is waves x segment rounds (a round is a
+/// trip to memory and back); on a tie the larger cluster (fewer warps per SM) wins. One request
+/// at V = 151,936 (149 segments): 15 blocks of 10 warps.
+TreeLaunchShape path_shape(const SamplingArgs& a, int batch, bool vec) {
+  TreeLaunchShape best;
   int64_t best_cost = INT64_MAX;
   for (int c = kPathMaxCluster; c >= 1; --c) {
     const int64_t w64 = (a.segs + c - 1) / c;
@@ -901,10 +905,17 @@ Status launch_tree_path(SamplingArgs a, int batch, Stream stream, const char* wh
     const int64_t waves = (batch + active - 1) / active;
     if (waves * rounds < best_cost) {
       best_cost = waves * rounds;
-      best_blocks = c;
-      best_warps = warps;
+      best = {c, warps};
     }
   }
+  return best;
+}
+
+Status launch_tree_path(SamplingArgs a, int batch, Stream stream, const char* where) {
+  a.segs = sampling_segments(a.vocab);
+  const bool vec = reinterpret_cast<uintptr_t>(a.target) % 16 == 0 && a.vocab % 4 == 0;
+  const TreeLaunchShape shape = path_shape(a, batch, vec);
+  const int best_blocks = shape.blocks, best_warps = shape.warps;
   if (best_blocks == 0)
     return Status(StatusCode::cuda_error,
                   "this GPU cannot run tree sampling's thread-block clusters",
@@ -975,8 +986,13 @@ int rows_cluster(const SamplingArgs& a, int batch, bool vec) {
   return 0;
 }
 
+/// tree_rows_kernel's warps per block in clusters of `c` blocks: warp 0 and a warp per segment.
+int rows_warps(const SamplingArgs& a, int c) {
+  return static_cast<int>((a.segs + c - 1) / c + 1);
+}
+
 Status launch_tree_rows(SamplingArgs a, int batch, int c, Stream stream, const char* where) {
-  const int warps = static_cast<int>((a.segs + c - 1) / c + 1);
+  const int warps = rows_warps(a, c);
   a.splits = c;
   a.split_div = FastDiv::make(static_cast<uint32_t>(c));
   a.row_div = FastDiv::make(static_cast<uint32_t>(a.rows));
@@ -1061,6 +1077,31 @@ const char* verify_tree_sampling_kernel(int batch, int nodes, int64_t vocab) noe
   a.vocab = vocab;
   a.segs = detail::sampling_segments(vocab);
   return detail::rows_cluster(a, batch, vocab % 4 == 0) > 0 ? "rows" : "path";
+}
+
+std::string verify_tree_sampling_launch(int batch, int nodes, int64_t vocab) {
+  if (batch < 1 || nodes < 1 || vocab < 1)
+    return "nothing to launch";
+  detail::SamplingArgs a{};
+  a.rows = nodes;
+  a.vocab = vocab;
+  a.segs = detail::sampling_segments(vocab);
+  const bool vec = vocab % 4 == 0;
+  int64_t clusters = batch;
+  detail::TreeLaunchShape shape;
+  std::string kernel = "path";
+  if (const int c = detail::g_tree_kernel.load() == 1 ? 0 : detail::rows_cluster(a, batch, vec);
+      c > 0) {
+    kernel = "rows";
+    clusters = static_cast<int64_t>(batch) * nodes;
+    shape = {c, detail::rows_warps(a, c)};
+  } else {
+    shape = detail::path_shape(a, batch, vec);
+  }
+  if (shape.blocks == 0)
+    return "path: no cluster fits this GPU";
+  return kernel + ": " + std::to_string(clusters) + " clusters of " + std::to_string(shape.blocks) +
+         " blocks x " + std::to_string(shape.warps) + " warps";
 }
 
 Status verify_chain_sampling(const float* draft_probs, const int32_t* draft_tokens,

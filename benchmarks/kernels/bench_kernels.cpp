@@ -384,7 +384,7 @@ void BM_tree_sampling(benchmark::State& st, int batch, int n, bool cold, bool de
   }
   DevMem seed(2 * sizeof(uint64_t));
   upload(seed, std::vector<uint64_t>{1, 0});
-  st.SetLabel(k::verify_tree_sampling_kernel(batch, n, kVocab));
+  st.SetLabel(k::verify_tree_sampling_launch(batch, n, kVocab));
   cudaDeviceSynchronize();
   time_graph(
       st, cold ? R : 20,

@@ -21,6 +21,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 /// CUDA's stream type (`cudaStream_t` is `CUstream_st*`), declared here so that this header needs
 /// no CUDA header. Pass nullptr for the default stream.
@@ -157,6 +158,11 @@ Status verify_tree_sampling(const float* target_probs, // [batch, nodes, vocab] 
 /// aligned rows: "rows" or "path" ("not compiled" in a build without CUDA). For benchmarks and
 /// tests; the results do not depend on it.
 const char* verify_tree_sampling_kernel(int batch, int nodes, int64_t vocab) noexcept;
+
+/// The launch verify_tree_sampling makes on the current device for these sizes (aligned rows),
+/// for benchmark labels, e.g. "rows: 8 clusters of 9 blocks x 18 warps" or "path: 64 clusters of
+/// 4 blocks x 16 warps"; "not compiled" in a build without CUDA.
+std::string verify_tree_sampling_launch(int batch, int nodes, int64_t vocab);
 
 /// For benchmarks and tests: makes verify_tree_sampling run "path" for every call that follows,
 /// process-wide (not synchronised with calls in flight on other threads); "rows" or "auto" (or

@@ -445,4 +445,5 @@ TEST(KernelLaunchers, SayNotCompiledWithoutCuda) {
                 .code(),
             StatusCode::not_compiled);
   EXPECT_STREQ(verify_tree_sampling_kernel(1, 8, 151936), "not compiled");
+  EXPECT_EQ(verify_tree_sampling_launch(1, 8, 151936), "not compiled");
 }

@@ -538,6 +538,11 @@ TEST(KernelsGpu, TreeSamplingRowsKernelMatchesTheReference) {
   EXPECT_STREQ(k::verify_tree_sampling_kernel(1, 8, 151936), "path") << "a bad name changed it";
   ASSERT_TRUE(k::force_tree_sampling_kernel(nullptr));
   EXPECT_STREQ(k::verify_tree_sampling_kernel(1, 8, 151936), "rows");
+  // The launch description names the same kernel and the clusters (8 rows: one cluster each).
+  EXPECT_EQ(k::verify_tree_sampling_launch(1, 8, 151936).rfind("rows: 8 clusters of ", 0), 0u)
+      << k::verify_tree_sampling_launch(1, 8, 151936);
+  EXPECT_EQ(k::verify_tree_sampling_launch(64, 64, 151936).rfind("path: 64 clusters of ", 0), 0u)
+      << k::verify_tree_sampling_launch(64, 64, 151936);
   // Too many rows, more than 17 segments per block, more than 32 nodes, or rows that are not
   // 16-byte aligned: the path kernel (tested above).
   EXPECT_STREQ(k::verify_tree_sampling_kernel(64, 64, 151936), "path");
