@@ -161,7 +161,7 @@ const char* verify_tree_sampling_kernel(int batch, int nodes, int64_t vocab) noe
 
 /// The launch verify_tree_sampling makes on the current device for these sizes (aligned rows),
 /// for benchmark labels, e.g. "rows: 8 clusters of 9 blocks x 18 warps" or "path: 64 clusters of
-/// 4 blocks x 16 warps"; "not compiled" in a build without CUDA.
+/// 2 blocks x 16 warps" (H200); "not compiled" in a build without CUDA.
 std::string verify_tree_sampling_launch(int batch, int nodes, int64_t vocab);
 
 /// For benchmarks and tests: makes verify_tree_sampling run "path" for every call that follows,
