@@ -77,6 +77,10 @@ bool force_tree_sampling_kernel(const char*) noexcept {
   return false;
 }
 
+std::string verify_tree_sampling_launch(int, int, int64_t) {
+  return "not compiled";
+}
+
 Status verify_chain_sampling(const float* draft_probs, const int32_t* draft_tokens,
                              const float* target_probs, int batch, int k, int64_t vocab, PhiloxArgs,
                              int32_t* output_tokens, int32_t* accepted, void* workspace,
