@@ -175,17 +175,11 @@ __device__ __forceinline__ int segment_pick(const float (&w)[32], const float (&
 /// exponential of the segment's race coin. Every lane returns the same entry.
 __device__ __forceinline__ uint64_t segment_entry(const float (&w)[32], float u, float e,
                                                   int64_t base) {
-  float pre[32];
-  float acc = 0.0f;
-#pragma unroll
-  for (int k = 0; k < 32; ++k) {
-    acc += w[k];
-    pre[k] = acc;
-  }
-  const float incl = warp_inclusive_scan(acc);
-  const float mass = __shfl_sync(0xFFFFFFFFu, incl, 31);
+  float pre[32], acc, incl;
+  const float mass = segment_prefixes(w, pre, acc, incl);
   if (!(mass > 0.0f))
     return race_entry(0.0f, -1);
+  // The pick before the division: the other order spilled the chain kernel (ptxas, 2026-12-04).
   const int token = segment_pick(w, pre, acc, incl, u, mass, base);
   return race_entry(mass / e, token);
 }
@@ -527,19 +521,6 @@ __global__ void __launch_bounds__(kPathMaxThreads, 1) tree_path_kernel(SamplingA
   SPECBENCH_PHASE_LAST(3, b); // the outputs are written
 }
 
-/// Tree mode for the smallest calls ("rows"): the same walk and draw as tree_path_kernel, but
-/// every node's row is read while the walk runs. At one request of 8 nodes the path kernel is
-/// three dependent memory trips (tree, gathers, row f) followed by the race, all on one
-/// cluster's 15 SMs (4.7 us against 2.8 for reading the rows once). Here each node's row has its
-/// own cluster of C blocks, and the clusters of all rows together cover most of the GPU: block
-/// rank k of row r's cluster loads segments k, k + C, ... of row r into registers (warps 1, 2,
-/// ...) and computes their coins, which depend on the row and the segment only, while warp 0
-/// walks. Once the walk has found f, every cluster but f's leaves. f's races its segments from
-/// registers in two steps (every warp its key, then the in-segment pick in the block's best
-/// warp only); each block sends its entry to rank 0 by an asynchronous store that completes a
-/// transaction count on rank 0's mbarrier, so that rank 0 alone waits (no cluster barrier at the
-/// end). The loads cost what reading the inputs once costs, and no block waits on memory after
-/// the walk.
 /// The address in the cluster's shared memory window of `p` (this block's shared memory) in
 /// block rank 0.
 __device__ __forceinline__ uint32_t rank0_address(const void* p) {
@@ -556,6 +537,19 @@ __device__ __forceinline__ uint32_t rank0_address(const void* p) {
 // 2026-12-04).
 constexpr int kRowsMaxWarps = 18;
 
+/// Tree mode for the smallest calls ("rows"): the same walk and draw as tree_path_kernel, but
+/// every node's row is read while the walk runs. At one request of 8 nodes the path kernel is
+/// three dependent memory trips (tree, gathers, row f) followed by the race, all on one
+/// cluster's 15 SMs (4.7 us against 2.8 for reading the rows once). Here each node's row has its
+/// own cluster of C blocks, and the clusters of all rows together cover most of the GPU: block
+/// rank k of row r's cluster loads segments k, k + C, ... of row r into registers (warps 1, 2,
+/// ...) and computes their coins, which depend on the row and the segment only, while warp 0
+/// walks. Once the walk has found f, every cluster but f's leaves. f's races its segments from
+/// registers in two steps (every warp its key, then the in-segment pick in the block's best
+/// warp only); each block sends its entry to rank 0 by an asynchronous store that completes a
+/// transaction count on rank 0's mbarrier, so that rank 0 alone waits (no cluster barrier at the
+/// end). The loads cost what reading the inputs once costs, and no block waits on memory after
+/// the walk.
 template <bool kVec>
 __global__ void __launch_bounds__(kRowsMaxWarps * 32, 1) tree_rows_kernel(SamplingArgs a) {
   SPECBENCH_PHASE_START();
@@ -572,7 +566,7 @@ __global__ void __launch_bounds__(kRowsMaxWarps * 32, 1) tree_rows_kernel(Sampli
   // Rank 0 receives the other blocks' entries by asynchronous stores that complete a transaction
   // count on its mbarrier: it alone waits, and the others leave once they have sent.
   __shared__ uint64_t s_bar_in;
-  if (threadIdx.x == 0 && cluster.block_rank() == 0) {
+  if (tid == 0 && rank == 0) {
     const uint32_t bar = static_cast<uint32_t>(__cvta_generic_to_shared(&s_bar_in));
     asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar) : "memory");
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar),
@@ -911,22 +905,20 @@ TreeLaunchShape path_shape(const SamplingArgs& a, int batch, bool vec) {
   return best;
 }
 
-Status launch_tree_path(SamplingArgs a, int batch, Stream stream, const char* where) {
-  a.segs = sampling_segments(a.vocab);
-  const bool vec = reinterpret_cast<uintptr_t>(a.target) % 16 == 0 && a.vocab % 4 == 0;
+/// tree_path_kernel<vec>; `a.segs` set.
+Status launch_tree_path(SamplingArgs a, int batch, bool vec, Stream stream, const char* where) {
   const TreeLaunchShape shape = path_shape(a, batch, vec);
-  const int best_blocks = shape.blocks, best_warps = shape.warps;
-  if (best_blocks == 0)
+  if (shape.blocks == 0)
     return Status(StatusCode::cuda_error,
                   "this GPU cannot run tree sampling's thread-block clusters",
                   "tree sampling needs an sm_90 or newer GPU", where);
-  const int64_t blocks = static_cast<int64_t>(batch) * best_blocks;
+  const int64_t blocks = static_cast<int64_t>(batch) * shape.blocks;
   if (blocks > 0x7FFFFFFF)
     return Status(StatusCode::invalid_argument, "too many blocks for one launch",
                   "verify fewer requests per call", where);
-  a.splits = best_blocks;
-  a.split_div = FastDiv::make(static_cast<uint32_t>(best_blocks));
-  ClusterLaunch l(blocks, best_blocks, best_warps, path_smem(a.rows), stream);
+  a.splits = shape.blocks;
+  a.split_div = FastDiv::make(static_cast<uint32_t>(shape.blocks));
+  ClusterLaunch l(blocks, shape.blocks, shape.warps, path_smem(a.rows), stream);
   const cudaError_t err = vec ? cudaLaunchKernelEx(&l.cfg, tree_path_kernel<true>, a)
                               : cudaLaunchKernelEx(&l.cfg, tree_path_kernel<false>, a);
   if (err != cudaSuccess)
@@ -1007,13 +999,28 @@ Status launch_tree_rows(SamplingArgs a, int batch, int c, Stream stream, const c
 /// force_tree_sampling_kernel's choice: 0 automatic, 1 path.
 std::atomic<int> g_tree_kernel{0};
 
+/// rows_cluster unless force_tree_sampling_kernel asked for the path kernel: the one choice that
+/// launch_tree and the two queries share.
+int chosen_rows_cluster(const SamplingArgs& a, int batch, bool vec) {
+  return g_tree_kernel.load() == 1 ? 0 : rows_cluster(a, batch, vec);
+}
+
+/// The sizes the launch choice reads, for the queries (no buffers).
+SamplingArgs sizing_args(int nodes, int64_t vocab) {
+  SamplingArgs a{};
+  a.rows = nodes;
+  a.vocab = vocab;
+  a.segs = sampling_segments(vocab);
+  return a;
+}
+
 /// Tree mode: tree_rows_kernel for the smallest calls, else tree_path_kernel.
 Status launch_tree(SamplingArgs a, int batch, Stream stream, const char* where) {
   a.segs = sampling_segments(a.vocab);
   const bool vec = reinterpret_cast<uintptr_t>(a.target) % 16 == 0 && a.vocab % 4 == 0;
-  if (const int c = g_tree_kernel.load() == 1 ? 0 : rows_cluster(a, batch, vec); c > 0)
+  if (const int c = chosen_rows_cluster(a, batch, vec); c > 0)
     return launch_tree_rows(a, batch, c, stream, where);
-  return launch_tree_path(a, batch, stream, where);
+  return launch_tree_path(a, batch, vec, stream, where);
 }
 
 SamplingArgs base_args(int rows, int64_t vocab, PhiloxArgs rng, void* workspace, int batch) {
@@ -1070,28 +1077,22 @@ bool force_tree_sampling_kernel(const char* kernel) noexcept {
 }
 
 const char* verify_tree_sampling_kernel(int batch, int nodes, int64_t vocab) noexcept {
-  if (batch < 1 || nodes < 1 || vocab < 1 || detail::g_tree_kernel.load() == 1)
+  if (batch < 1 || nodes < 1 || vocab < 1)
     return "path";
-  detail::SamplingArgs a{};
-  a.rows = nodes;
-  a.vocab = vocab;
-  a.segs = detail::sampling_segments(vocab);
-  return detail::rows_cluster(a, batch, vocab % 4 == 0) > 0 ? "rows" : "path";
+  return detail::chosen_rows_cluster(detail::sizing_args(nodes, vocab), batch, vocab % 4 == 0) > 0
+             ? "rows"
+             : "path";
 }
 
 std::string verify_tree_sampling_launch(int batch, int nodes, int64_t vocab) {
   if (batch < 1 || nodes < 1 || vocab < 1)
     return "nothing to launch";
-  detail::SamplingArgs a{};
-  a.rows = nodes;
-  a.vocab = vocab;
-  a.segs = detail::sampling_segments(vocab);
+  const detail::SamplingArgs a = detail::sizing_args(nodes, vocab);
   const bool vec = vocab % 4 == 0;
   int64_t clusters = batch;
   detail::TreeLaunchShape shape;
   std::string kernel = "path";
-  if (const int c = detail::g_tree_kernel.load() == 1 ? 0 : detail::rows_cluster(a, batch, vec);
-      c > 0) {
+  if (const int c = detail::chosen_rows_cluster(a, batch, vec); c > 0) {
     kernel = "rows";
     clusters = static_cast<int64_t>(batch) * nodes;
     shape = {c, detail::rows_warps(a, c)};
