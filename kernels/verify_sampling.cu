@@ -626,9 +626,9 @@ __global__ void __launch_bounds__(kRowsMaxWarps * 32, 1) tree_rows_kernel(Sampli
   SPECBENCH_PHASE(3, top); // the block's best key is known
   uint64_t entry = race_entry(0.0f, -1);
   const bool winner = racer && key == top && top > 1;
-  if (winner) {
+  if (winner) { // race_entry(mass / e, token), the quotient taken from the key: no second division
     const int token = segment_pick(w, pre, acc, incl, draw, mass, seg * kSeg);
-    entry = race_entry(mass / e, token);
+    entry = (key & 0xFFFFFFFF00000000ull) | (0xFFFFFFFFu - static_cast<uint32_t>(token));
   }
   // Rank 0 runs and its barrier is initialised (the fence before its arrive at the start).
   asm volatile("barrier.cluster.wait;" ::: "memory");
