@@ -7,6 +7,7 @@
 #include "specbench/detail/fast_div.hpp"
 #include "specbench/kernels.hpp"
 
+#include <atomic>
 #include <cstdint>
 #include <cuda/atomic>
 #include <cuda_runtime.h>
@@ -33,23 +34,42 @@ inline Status launch_status(const char* where) {
   return cuda_status(cudaGetLastError(), where, "kernel launch");
 }
 
-/// Blocks of `kernel` that one SM of the current device holds at once with `threads` threads
-/// and `smem` bytes of dynamic shared memory, asked once per device: `cache` holds 64 entries,
-/// zero until asked. `fallback` when the runtime cannot say.
-template <class Kernel>
-int cached_resident_blocks(Kernel kernel, int threads, std::size_t smem, int* cache, int fallback) {
+/// A per-device cache of one positive int (64 devices; 0: not asked yet). Atomic, because
+/// launches may come from several host threads; they all compute the same answer.
+using DeviceIntCache = std::atomic<int>[64];
+
+/// The current device's entry of `cache`, computed by `ask` (which returns 0 or less when the
+/// runtime cannot say: then `fallback`) the first time; `fallback` also when there is no current
+/// device below 64.
+template <class Ask> int cached_per_device(DeviceIntCache& cache, int fallback, Ask ask) {
   int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64)
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) {
+    (void)cudaGetLastError();
     return fallback;
-  if (cache[dev] == 0) {
+  }
+  int v = cache[dev].load(std::memory_order_relaxed);
+  if (v == 0) {
+    v = ask(dev);
+    v = v > 0 ? v : fallback;
+    cache[dev].store(v, std::memory_order_relaxed);
+  }
+  return v;
+}
+
+/// Blocks of `kernel` that one SM of the current device holds at once with `threads` threads
+/// and `smem` bytes of dynamic shared memory, asked once per device. `fallback` when the runtime
+/// cannot say.
+template <class Kernel>
+int cached_resident_blocks(Kernel kernel, int threads, std::size_t smem, DeviceIntCache& cache,
+                           int fallback) {
+  return cached_per_device(cache, fallback, [&](int) {
     int v = 0;
     if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v, kernel, threads, smem) != cudaSuccess) {
       (void)cudaGetLastError();
-      v = fallback;
+      return fallback;
     }
-    cache[dev] = v > 0 ? v : 1;
-  }
-  return cache[dev];
+    return v > 0 ? v : 1;
+  });
 }
 
 /// Multiprocessors of the current device (cached per device; 132 on an H200).

@@ -337,7 +337,7 @@ namespace {
 /// the largest dynamic shared memory a call uses (2048 nodes, 32 KiB), which never limits it
 /// below what the registers allow.
 template <typename T, bool kVec> int resident_per_sm() {
-  static int cache[64] = {};
+  static DeviceIntCache cache;
   return cached_resident_blocks(fused_greedy_kernel<T, kVec>, kThreads, 32 * 1024, cache, 4);
 }
 

@@ -9,29 +9,23 @@ namespace specbench::kernels {
 namespace detail {
 
 int sm_count() {
-  static int cache[64] = {};
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64)
-    return 132;
-  if (cache[dev] == 0) {
+  static DeviceIntCache cache;
+  return cached_per_device(cache, 132, [](int dev) {
     int v = 0;
-    cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev);
-    cache[dev] = v > 0 ? v : 132;
-  }
-  return cache[dev];
+    if (cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+      (void)cudaGetLastError();
+    return v;
+  });
 }
 
 int max_smem_per_block() {
-  static int cache[64] = {};
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64)
-    return 48 * 1024;
-  if (cache[dev] == 0) {
+  static DeviceIntCache cache;
+  return cached_per_device(cache, 48 * 1024, [](int dev) {
     int v = 0;
-    cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
-    cache[dev] = v > 0 ? v : 48 * 1024;
-  }
-  return cache[dev];
+    if (cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess)
+      (void)cudaGetLastError();
+    return v;
+  });
 }
 
 namespace {

@@ -760,8 +760,8 @@ __global__ void __launch_bounds__(kThreads, 2) chain_sampling_kernel(SamplingArg
 
 /// Blocks of `warps` warps of the chain kernel that one SM holds at once.
 int chain_resident_blocks(bool vec, int warps) {
-  static int cache[2][kWarps + 1][64] = {};
-  int* c = cache[vec ? 1 : 0][warps];
+  static DeviceIntCache cache[2][kWarps + 1];
+  DeviceIntCache& c = cache[vec ? 1 : 0][warps];
   const int t = warps * 32;
   return vec ? cached_resident_blocks(chain_sampling_kernel<true>, t, 0, c, 1)
              : cached_resident_blocks(chain_sampling_kernel<false>, t, 0, c, 1);
@@ -839,23 +839,44 @@ struct ClusterLaunch {
   }
 };
 
+/// The current device for the per-device caches below (they hold 16), or -1.
+int cache_device() {
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 16) {
+    (void)cudaGetLastError();
+    return -1;
+  }
+  return dev;
+}
+
+/// Clusters of `blocks` blocks of `warps` warps with `smem` bytes of dynamic shared memory that
+/// the device runs at once of `kernel` (cudaOccupancyMaxActiveClusters); 0 when it cannot.
+int active_clusters(const void* kernel, int blocks, int warps, std::size_t smem) {
+  ClusterLaunch l(blocks, blocks, warps, smem, nullptr);
+  int n = 0;
+  if (cudaOccupancyMaxActiveClusters(&n, kernel, &l.cfg) != cudaSuccess) {
+    (void)cudaGetLastError();
+    n = 0;
+  }
+  return n;
+}
+
 /// Clusters of `blocks` blocks of `warps` warps of tree_path_kernel<vec> (with the shared memory
 /// of `nodes` nodes) that the device runs at once; 0 when it cannot run such a cluster. Asked
 /// once per device and shape.
 int path_active_clusters(bool vec, int blocks, int warps, int nodes) {
   const void* k = vec ? reinterpret_cast<const void*>(tree_path_kernel<true>)
                       : reinterpret_cast<const void*>(tree_path_kernel<false>);
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 16) {
-    (void)cudaGetLastError();
+  const int dev = cache_device();
+  if (dev < 0)
     return blocks <= 8 ? 1 : 0; // unknown: portable clusters only
-  }
-  static int cache[16][2][2][kPathMaxCluster + 1][kPathMaxThreads / 32 + 1] = {};
-  static bool opted[16][2] = {};
+  // Atomics: launches may come from several host threads (the answers are the same).
+  static std::atomic<int> cache[16][2][2][kPathMaxCluster + 1][kPathMaxThreads / 32 + 1];
+  static std::atomic<bool> opted[16][2];
   const bool big = nodes > 32;
-  int& slot = cache[dev][vec ? 1 : 0][big ? 1 : 0][blocks][warps];
-  if (slot != 0)
-    return slot - 1;
+  std::atomic<int>& slot = cache[dev][vec ? 1 : 0][big ? 1 : 0][blocks][warps];
+  if (const int known = slot.load(std::memory_order_relaxed); known != 0)
+    return known - 1;
   if (!opted[dev][vec ? 1 : 0]) {
     // Clusters of more than 8 blocks are "non-portable" (Hopper runs 16 when asked); the block
     // walk of a 2048-node tree needs 56 KiB of shared memory.
@@ -866,13 +887,8 @@ int path_active_clusters(bool vec, int blocks, int warps, int nodes) {
     opted[dev][vec ? 1 : 0] = true;
   }
   // Asked with the largest shared memory of the class, so the answer holds for every tree in it.
-  ClusterLaunch l(blocks, blocks, warps, path_smem(big ? 2048 : 32), nullptr);
-  int n = 0;
-  if (cudaOccupancyMaxActiveClusters(&n, k, &l.cfg) != cudaSuccess) {
-    (void)cudaGetLastError();
-    n = 0;
-  }
-  slot = n + 1;
+  const int n = active_clusters(k, blocks, warps, path_smem(big ? 2048 : 32));
+  slot.store(n + 1, std::memory_order_relaxed);
   return n;
 }
 
@@ -931,29 +947,23 @@ Status launch_tree_path(SamplingArgs a, int batch, bool vec, Stream stream, cons
 /// Clusters of `blocks` blocks of `warps` warps of tree_rows_kernel that the device runs at once
 /// (0: none). Asked once per device and shape.
 int rows_active_clusters(int blocks, int warps) {
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 16) {
-    (void)cudaGetLastError();
+  const int dev = cache_device();
+  if (dev < 0)
     return 0;
-  }
-  static int cache[16][kPathMaxCluster + 1][kRowsMaxWarps + 1] = {};
-  static bool opted[16] = {};
-  int& slot = cache[dev][blocks][warps];
-  if (slot != 0)
-    return slot - 1;
+  static std::atomic<int> cache[16][kPathMaxCluster + 1][kRowsMaxWarps + 1];
+  static std::atomic<bool> opted[16];
+  std::atomic<int>& slot = cache[dev][blocks][warps];
+  if (const int known = slot.load(std::memory_order_relaxed); known != 0)
+    return known - 1;
   if (!opted[dev]) {
     (void)cudaFuncSetAttribute(tree_rows_kernel<true>,
                                cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
     (void)cudaGetLastError();
     opted[dev] = true;
   }
-  ClusterLaunch l(blocks, blocks, warps, 0, nullptr);
-  int n = 0;
-  if (cudaOccupancyMaxActiveClusters(&n, tree_rows_kernel<true>, &l.cfg) != cudaSuccess) {
-    (void)cudaGetLastError();
-    n = 0;
-  }
-  slot = n + 1;
+  const int n =
+      active_clusters(reinterpret_cast<const void*>(tree_rows_kernel<true>), blocks, warps, 0);
+  slot.store(n + 1, std::memory_order_relaxed);
   return n;
 }
 
