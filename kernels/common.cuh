@@ -34,6 +34,16 @@ inline Status launch_status(const char* where) {
   return cuda_status(cudaGetLastError(), where, "kernel launch");
 }
 
+/// The current device when its index is below `limit` (the size of a per-device cache), else -1.
+inline int current_device_below(int limit) {
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= limit) {
+    (void)cudaGetLastError();
+    return -1;
+  }
+  return dev;
+}
+
 /// A per-device cache of one positive int (64 devices; 0: not asked yet). Atomic, because
 /// launches may come from several host threads; they all compute the same answer.
 using DeviceIntCache = std::atomic<int>[64];
@@ -42,11 +52,9 @@ using DeviceIntCache = std::atomic<int>[64];
 /// runtime cannot say: then `fallback`) the first time; `fallback` also when there is no current
 /// device below 64.
 template <class Ask> int cached_per_device(DeviceIntCache& cache, int fallback, Ask ask) {
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) {
-    (void)cudaGetLastError();
+  const int dev = current_device_below(64);
+  if (dev < 0)
     return fallback;
-  }
   int v = cache[dev].load(std::memory_order_relaxed);
   if (v == 0) {
     v = ask(dev);

@@ -839,16 +839,6 @@ struct ClusterLaunch {
   }
 };
 
-/// The current device for the per-device caches below (they hold 16), or -1.
-int cache_device() {
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 16) {
-    (void)cudaGetLastError();
-    return -1;
-  }
-  return dev;
-}
-
 /// Clusters of `blocks` blocks of `warps` warps with `smem` bytes of dynamic shared memory that
 /// the device runs at once of `kernel` (cudaOccupancyMaxActiveClusters); 0 when it cannot.
 int active_clusters(const void* kernel, int blocks, int warps, std::size_t smem) {
@@ -867,7 +857,7 @@ int active_clusters(const void* kernel, int blocks, int warps, std::size_t smem)
 int path_active_clusters(bool vec, int blocks, int warps, int nodes) {
   const void* k = vec ? reinterpret_cast<const void*>(tree_path_kernel<true>)
                       : reinterpret_cast<const void*>(tree_path_kernel<false>);
-  const int dev = cache_device();
+  const int dev = current_device_below(16);
   if (dev < 0)
     return blocks <= 8 ? 1 : 0; // unknown: portable clusters only
   // Atomics: launches may come from several host threads (the answers are the same).
@@ -947,7 +937,7 @@ Status launch_tree_path(SamplingArgs a, int batch, bool vec, Stream stream, cons
 /// Clusters of `blocks` blocks of `warps` warps of tree_rows_kernel that the device runs at once
 /// (0: none). Asked once per device and shape.
 int rows_active_clusters(int blocks, int warps) {
-  const int dev = cache_device();
+  const int dev = current_device_below(16);
   if (dev < 0)
     return 0;
   static std::atomic<int> cache[16][kPathMaxCluster + 1][kRowsMaxWarps + 1];
