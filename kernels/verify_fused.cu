@@ -3,17 +3,18 @@
 // streaming loads, and stores its packed (value key, index) partial into a slot that is zero
 // between calls. The hand-off to the block that reduces is a ticket, not an arrival: every block
 // takes a ticket from the request's counter once its first loads are issued (off the critical
-// path, while they are in flight), and the block holding the last ticket waits for the request's
-// slots to turn non-zero, reduces them to the argmax of every node and walks the tree. That block
-// is the last of the request to take a ticket, so every block it waits for is already running and
-// needs nothing from anyone: no deadlock whatever the batch or the GPU's occupancy. Against an
-// arrival counter at the end it saves the release fence and the dependent atomic round trip
-// (probe_fused_geometry: about 0.4 us of a 4 us call). The reducing block keeps its own partial in
-// shared memory instead of storing it and reading it back through L2 (it is usually the last
-// partial of all), drains two rows per warp per L2 round trip, and zeroes the slots and the counter
-// again, so the workspace is ready for the next call and for graph replays. For a small request (a
-// tree of at most 32 nodes whose slots fit seven per thread of two warps) the tail is leaner: warp
-// 0 only prepares the walk, warps 1 and 2 drain every slot at once, and the other warps leave.
+// path, while they are in flight; a small request's blocks take it before their loads), and the
+// block holding the last ticket waits for the request's slots to turn non-zero, reduces them to the
+// argmax of every node and walks the tree. That block is the last of the request to take a ticket,
+// so every block it waits for is already running and needs nothing from anyone: no deadlock
+// whatever the batch or the GPU's occupancy. Against an arrival counter at the end it saves the
+// release fence and the dependent atomic round trip (probe_fused_geometry: about 0.4 us of a 4 us
+// call). The reducing block keeps its own partial in shared memory instead of storing it and
+// reading it back through L2 (it is usually the last partial of all), drains two rows per warp per
+// L2 round trip, and zeroes the slots and the counter again, so the workspace is ready for the next
+// call and for graph replays. For a small request (a tree of at most 32 nodes whose slots fit seven
+// per thread of two warps) the tail is leaner: warp 0 only prepares the walk, warps 1 and 2 drain
+// every slot at once, and the other warps leave.
 #include "common.cuh"
 #include "phase_stamps.cuh"
 #include "vector_first_max.cuh"
@@ -26,6 +27,8 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr int kUnroll = 4;
+constexpr int kLeanLoads = 7; // slot loads per thread of the lean tail: more would raise the
+                              // kernel above 48 registers
 
 // The launch's arguments. The fields every block reads before its first load come first, so that
 // those loads wait on as few constant-cache lines as possible; the rest only the reducing block
@@ -44,7 +47,9 @@ template <typename T> struct FusedArgs {
   uint64_t* partials;     // [batch * nodes, splits]
 };
 
-template <typename T, bool kVec>
+// kTicketFirst: the ticket is taken before the block's loads instead of after the first ones
+// (launch_fused sets it for a small request, the shapes of the lean tail below).
+template <typename T, bool kVec, bool kTicketFirst>
 __global__ void __launch_bounds__(kThreads) fused_greedy_kernel(const FusedArgs<T> a) {
   using E = Elem<T>;
   SPECBENCH_PHASE_START();
@@ -67,9 +72,15 @@ __global__ void __launch_bounds__(kThreads) fused_greedy_kernel(const FusedArgs<
   int32_t* first = tgt + nodes;
   const int64_t off = static_cast<int64_t>(b) * nodes;
   const uint32_t per_request = static_cast<uint32_t>(nodes * splits);
-  // The ticket is taken after the first loads are issued, not before them: there its branch and
-  // atomic sat in front of the first load (the first elements arrived 0.3 us later in the 18:12
-  // UTC stamps). It stays in a register until the loads are in; nothing waits on its round trip.
+  // The ticket stays in a register until the loads are in; nothing waits on its round trip. In a
+  // large call it is taken after the first loads are issued, not before them: there its branch
+  // and atomic sat in front of the first load (the first elements arrived 0.3 us later in the
+  // 2026-12-03 18:12 UTC stamps). A small request takes it first: an atomic issued after the
+  // loads waits behind the memory traffic (about 1.8 us at 1 x 16), one issued before them
+  // does not, and the reducing block is then the request's last block by index. On three
+  // machines (2026-12-04 16:05, 16:07, 16:13 UTC) 1 x 8 took 3.30-3.33 us against 3.36-3.40, and
+  // 1 x 16 3.87-3.98 against 3.94-4.04 on two of them and 4.00-4.03 against 4.01-4.03 on the
+  // third; 1 x 64 (not a small request) got 0.2 us slower cold when it did the same.
   uint32_t ticket = 0;
   const auto take = [&] {
     if (tid == 0)
@@ -82,7 +93,12 @@ __global__ void __launch_bounds__(kThreads) fused_greedy_kernel(const FusedArgs<
   const bool small_tree = nodes <= 32;
   if (kVec) {
     constexpr int V = E::kPerVec;
-    vector_first_max<T, kUnroll>(x, tid * V, len, kThreads * V, best, best_idx, nan, take);
+    if (kTicketFirst) {
+      take();
+      vector_first_max<T, kUnroll>(x, tid * V, len, kThreads * V, best, best_idx, nan, [] {});
+    } else {
+      vector_first_max<T, kUnroll>(x, tid * V, len, kThreads * V, best, best_idx, nan, take);
+    }
   } else {
     take();
     if (tid < len)
@@ -152,9 +168,8 @@ __global__ void __launch_bounds__(kThreads) fused_greedy_kernel(const FusedArgs<
   // node's threads. The other warps leave. This is lean_drain (common.cuh), written out: this
   // kernel calling the helper took 3.47 and 4.12 us at 1 x 8 and 1 x 16 against 3.39 and 4.03
   // (2026-12-03 21:58 UTC), the same instructions in another order and layout.
-  constexpr int kLeanLoads = 7; // more would raise the kernel above 48 registers
   const int pw = nodes <= 1 ? 1 : 1 << (32 - __clz(nodes - 1));
-  if (small_tree && (splits * pw + 63) / 64 <= kLeanLoads) {
+  if (small_tree && (splits * pw + 63) / 64 <= kLeanLoads) { // as lean_tail_fits
     if (tid >= 96)
       return;
     __shared__ uint64_t part_max[64]; // warps 1 and 2: the max per node of their slots
@@ -333,12 +348,24 @@ int greedy_splits(int64_t rows, int64_t vocab, int resident_per_sm, int batch_gr
 }
 
 namespace {
-/// Blocks of fused_greedy_kernel<T, kVec> one SM holds at once (cached per device). Computed with
-/// the largest dynamic shared memory a call uses (2048 nodes, 32 KiB), which never limits it
-/// below what the registers allow.
+/// Whether a request of `nodes` nodes in `splits` blocks per row takes the lean tail: a tree of at
+/// most 32 nodes whose slots fit kLeanLoads per thread of two warps, each node's slots spread over
+/// P threads (P: nodes rounded up to a power of two). The kernel tests the same.
+bool lean_tail_fits(int nodes, int splits) {
+  if (nodes > 32)
+    return false;
+  int pw = 1;
+  while (pw < nodes)
+    pw <<= 1;
+  return (splits * pw + 63) / 64 <= kLeanLoads;
+}
+
+/// Blocks of fused_greedy_kernel<T, kVec, false> one SM holds at once (cached per device), which
+/// the kTicketFirst kernel matches (the same registers). Computed with the largest dynamic shared
+/// memory a call uses (2048 nodes, 32 KiB), which never limits it below what the registers allow.
 template <typename T, bool kVec> int resident_per_sm() {
   static DeviceIntCache cache;
-  return cached_resident_blocks(fused_greedy_kernel<T, kVec>, kThreads, 32 * 1024, cache, 4);
+  return cached_resident_blocks(fused_greedy_kernel<T, kVec, false>, kThreads, 32 * 1024, cache, 4);
 }
 
 template <typename T, bool kVec>
@@ -370,7 +397,12 @@ Status launch_fused(const T* x, const int32_t* parents, const int32_t* tokens, i
                  accepted,
                  bonus,
                  partials};
-  fused_greedy_kernel<T, kVec><<<static_cast<unsigned>(blocks), kThreads, smem, stream>>>(a);
+  if (kVec && lean_tail_fits(nodes, splits)) // the scalar kernel takes its ticket first anyway
+    fused_greedy_kernel<T, kVec, kVec>
+        <<<static_cast<unsigned>(blocks), kThreads, smem, stream>>>(a);
+  else
+    fused_greedy_kernel<T, kVec, false>
+        <<<static_cast<unsigned>(blocks), kThreads, smem, stream>>>(a);
   return launch_status(where);
 }
 } // namespace
