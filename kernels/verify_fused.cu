@@ -77,9 +77,10 @@ __global__ void __launch_bounds__(kThreads) fused_greedy_kernel(const FusedArgs<
   // and atomic sat in front of the first load (the first elements arrived 0.3 us later in the
   // 2026-12-03 18:12 UTC stamps). A small request takes it first: an atomic issued after the
   // loads waits behind the memory traffic (about 1.8 us at 1 x 16), one issued before them
-  // does not. On three machines (2026-12-04 16:05, 16:07, 16:13 UTC) 1 x 8 took 3.30-3.33 us against 3.36-3.40, and
-  // 1 x 16 3.87-3.98 against 3.94-4.04 on two of them and 4.00-4.03 against 4.01-4.03 on the
-  // third; 1 x 64 (not a small request) got 0.2 us slower cold when it did the same.
+  // does not. On three machines (2026-12-04 16:05, 16:07, 16:13 UTC) 1 x 8 took 3.30-3.33 us
+  // against 3.36-3.40, and 1 x 16 3.87-3.98 against 3.94-4.04 on two of them and 4.00-4.03
+  // against 4.01-4.03 on the third; 1 x 64 (not a small request) got 0.2 us slower cold when it did
+  // the same.
   uint32_t ticket = 0;
   const auto take = [&] {
     if (tid == 0)
