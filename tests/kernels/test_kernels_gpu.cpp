@@ -284,6 +284,94 @@ void run_fused(k::LogitsDtype dtype, int batch, int n, int64_t V, TreeShape shap
 }
 } // namespace
 
+// A server captures the verify step once in a CUDA graph and replays it every decoding step with
+// new logits and a new tree in the same buffers. Every replay must give that step's answers: the
+// request counters and slots that the call leaves zeroed are the only state carried from one
+// replay to the next (small requests, whose blocks take their ticket before their loads, and the
+// general tail alike).
+TEST(KernelsGpu, FusedGreedyGraphReplaysGiveEachStepsAnswers) {
+  std::mt19937 rng(29);
+  struct Shape {
+    k::LogitsDtype dtype;
+    int batch, n;
+    int64_t V;
+    bool chain;
+  };
+  const Shape shapes[] = {
+      {k::LogitsDtype::bf16, 1, 8, 151936, false},  {k::LogitsDtype::bf16, 1, 16, 151936, false},
+      {k::LogitsDtype::bf16, 3, 16, 151936, false}, {k::LogitsDtype::bf16, 2, 31, 151936, false},
+      {k::LogitsDtype::bf16, 1, 64, 151936, false}, {k::LogitsDtype::bf16, 4, 16, 32000, true},
+      {k::LogitsDtype::fp32, 1, 16, 151936, false}};
+  cudaStream_t stream;
+  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  for (const Shape& sh : shapes) {
+    const int batch = sh.batch, n = sh.n;
+    const int64_t V = sh.V;
+    const size_t rows = static_cast<size_t>(batch) * n;
+    const bool bf16 = sh.dtype == k::LogitsDtype::bf16;
+    Dev<uint16_t> lb(bf16 ? rows * V : 1);
+    Dev<float> lf(bf16 ? 1 : rows * V);
+    Dev<int32_t> par(rows), tok(rows), tgt(rows), path(rows), acc(batch), bon(batch);
+    Workspace ws(k::verify_greedy_fused_workspace_bytes(batch, n, V));
+    const void* x = bf16 ? static_cast<const void*>(lb.p) : lf.p;
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    const Status captured =
+        k::verify_greedy_fused(x, sh.dtype, sh.chain ? nullptr : par.p, tok.p, batch, n, V, tgt.p,
+                               path.p, acc.p, bon.p, ws.p, ws.bytes, stream);
+    CUDA_OK(cudaStreamEndCapture(stream, &graph));
+    STATUS_OK(captured);
+    CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+    for (int step = 0; step < 5; ++step) {
+      // This step's trees and logits, each node's maximum planted where its target should be.
+      std::vector<DraftTree> trees;
+      std::vector<float> logits(rows * V);
+      std::normal_distribution<float> g(0.0f, 3.0f);
+      for (auto& v : logits)
+        v = g(rng);
+      for (int b = 0; b < batch; ++b) {
+        trees.push_back(make_tree(rng, sh.chain ? TreeShape::chain : kShapes[rng() % 5], n,
+                                  static_cast<int>(V)));
+        const auto want = make_targets(rng, trees.back(), static_cast<int>(V));
+        for (int i = 0; i < n; ++i)
+          logits[(static_cast<size_t>(b) * n + i) * V + want[i]] = 20.0f;
+      }
+      std::vector<float> seen = logits;
+      if (bf16) {
+        std::vector<uint16_t> h(logits.size());
+        for (size_t i = 0; i < h.size(); ++i) {
+          h[i] = to_bf16(logits[i]);
+          seen[i] = from_bf16(h[i]);
+        }
+        lb.upload(h);
+      } else {
+        lf.upload(logits);
+      }
+      par.upload(flatten(trees, true));
+      tok.upload(flatten(trees, false));
+      tgt.poison();
+      path.poison();
+      acc.poison();
+      bon.poison();
+      CUDA_OK(cudaDeviceSynchronize());
+      CUDA_OK(cudaGraphLaunch(exec, stream));
+      CUDA_OK(cudaStreamSynchronize(stream));
+      std::vector<int32_t> expect(rows);
+      for (size_t r = 0; r < rows; ++r)
+        expect[r] = torch_argmax(seen.data() + r * V, V);
+      const std::string what = std::string(bf16 ? "bf16" : "fp32") + " " + std::to_string(batch) +
+                               " x " + std::to_string(n) + " V=" + std::to_string(V) + " replay " +
+                               std::to_string(step);
+      ASSERT_EQ(tgt.get(), expect) << what;
+      expect_walk(trees, expect, path.get(), acc.get(), bon.get(), what);
+    }
+    CUDA_OK(cudaGraphExecDestroy(exec));
+    CUDA_OK(cudaGraphDestroy(graph));
+  }
+  CUDA_OK(cudaStreamDestroy(stream));
+}
+
 // Parent arrays that are not trees (out-of-range parents, self-parents, cycles, parents after
 // their children) must not hang or write outside the row: the walk follows first matching
 // children from the root, as walk_by_first_match does. A tiny vocabulary makes matches common.
