@@ -498,14 +498,22 @@ struct TreeSamplingCase {
   int calls = 1;                        // repeated calls (nothing may carry over)
 };
 
-/// Runs one case against the reference; returns how many requests' walks took two drafts or more.
-int run_tree_sampling(const TreeSamplingCase& c, std::mt19937& rng) {
+/// One call's inputs for a case: trees, rows (children planted so that walks go deep), the seed.
+struct TreeSamplingInputs {
+  std::vector<DraftTree> trees;
+  std::vector<float> probs;
+  uint64_t seed = 0, offset = 0;
+};
+
+TreeSamplingInputs make_tree_sampling_inputs(const TreeSamplingCase& c, std::mt19937& rng) {
   const int batch = c.batch, n = c.n;
   const int64_t V = c.V;
-  std::vector<DraftTree> trees;
+  TreeSamplingInputs in;
+  std::vector<DraftTree>& trees = in.trees;
   for (int b = 0; b < batch; ++b)
     trees.push_back(make_tree(rng, kShapes[rng() % 5], n, static_cast<int>(V)));
-  auto probs = random_probs(rng, batch * n, V, rng() % 2 == 0);
+  auto& probs = in.probs;
+  probs = random_probs(rng, batch * n, V, rng() % 2 == 0);
   for (int b = 0; b < batch; ++b)
     plant_children(rng, trees[b], probs.data() + static_cast<size_t>(b) * n * V, V, c.unnormalised);
   if (c.special)
@@ -527,33 +535,29 @@ int run_tree_sampling(const TreeSamplingCase& c, std::mt19937& rng) {
           break;
         }
       }
-  Dev<float> dp(probs);
-  Dev<int32_t> par(flatten(trees, true)), tok(flatten(trees, false));
-  Dev<int32_t> tt(static_cast<size_t>(batch) * n), path(tt.n), acc(batch), bon(batch);
-  const uint64_t seed = 77 + rng() % 5, offset = 5 + rng() % 100;
-  Dev<uint64_t> so(std::vector<uint64_t>{seed, offset});
-  const k::PhiloxArgs args{c.dev_seed ? 0 : seed, c.dev_seed ? 0 : offset,
-                           c.dev_seed ? so.p : nullptr};
-  for (int call = 0; call < c.calls; ++call) {
-    tt.poison();
-    path.poison();
-    const Status st = k::verify_tree_sampling(dp.p, par.p, tok.p, batch, n, V, args, tt.p, path.p,
-                                              acc.p, bon.p, nullptr, 0, nullptr);
-    EXPECT_TRUE(st.is_ok()) << st.to_string();
-    if (!st.is_ok())
-      return 0;
-  }
-  const auto T = tt.get(), P = path.get(), A = acc.get(), B = bon.get();
+  in.seed = 77 + rng() % 5;
+  in.offset = 5 + rng() % 100;
+  return in;
+}
+
+/// Checks one call's outputs (target tokens, paths, accepted counts, bonus tokens) against the
+/// reference; returns how many requests' walks took two drafts or more.
+int check_tree_sampling(const TreeSamplingCase& c, const TreeSamplingInputs& in,
+                        const std::vector<int32_t>& T, const std::vector<int32_t>& P,
+                        const std::vector<int32_t>& A, const std::vector<int32_t>& B,
+                        const std::string& where) {
+  const int batch = c.batch, n = c.n;
+  const int64_t V = c.V;
   const std::string what = "V=" + std::to_string(V) + " n=" + std::to_string(n) +
                            " batch=" + std::to_string(batch) + " kernel " +
-                           k::verify_tree_sampling_kernel(batch, n, V);
+                           k::verify_tree_sampling_kernel(batch, n, V) + where;
   int deep = 0;
   for (int b = 0; b < batch; ++b) {
     const TreeSamplingResult r = verify_tree_sampling_reference(
-        trees[b],
-        std::span<const float>(probs.data() + static_cast<size_t>(b) * n * V,
+        in.trees[b],
+        std::span<const float>(in.probs.data() + static_cast<size_t>(b) * n * V,
                                static_cast<size_t>(n) * V),
-        V, seed, offset, b);
+        V, in.seed, in.offset, b);
     const auto& path_ref = r.acceptance.path;
     const int len = static_cast<int>(path_ref.size()) - 1;
     deep += len >= 2;
@@ -569,6 +573,29 @@ int run_tree_sampling(const TreeSamplingCase& c, std::mt19937& rng) {
     }
   }
   return deep;
+}
+
+/// Runs one case against the reference; returns how many requests' walks took two drafts or more.
+int run_tree_sampling(const TreeSamplingCase& c, std::mt19937& rng) {
+  const int batch = c.batch, n = c.n;
+  const int64_t V = c.V;
+  const TreeSamplingInputs in = make_tree_sampling_inputs(c, rng);
+  Dev<float> dp(in.probs);
+  Dev<int32_t> par(flatten(in.trees, true)), tok(flatten(in.trees, false));
+  Dev<int32_t> tt(static_cast<size_t>(batch) * n), path(tt.n), acc(batch), bon(batch);
+  Dev<uint64_t> so(std::vector<uint64_t>{in.seed, in.offset});
+  const k::PhiloxArgs args{c.dev_seed ? 0 : in.seed, c.dev_seed ? 0 : in.offset,
+                           c.dev_seed ? so.p : nullptr};
+  for (int call = 0; call < c.calls; ++call) {
+    tt.poison();
+    path.poison();
+    const Status st = k::verify_tree_sampling(dp.p, par.p, tok.p, batch, n, V, args, tt.p, path.p,
+                                              acc.p, bon.p, nullptr, 0, nullptr);
+    EXPECT_TRUE(st.is_ok()) << st.to_string();
+    if (!st.is_ok())
+      return 0;
+  }
+  return check_tree_sampling(c, in, tt.get(), path.get(), acc.get(), bon.get(), "");
 }
 } // namespace
 
@@ -658,6 +685,55 @@ double chi_square(const std::vector<long>& counts, const std::vector<double>& p,
   return chi;
 }
 } // namespace
+
+// Tree sampling captured once in a CUDA graph with the seed and offset in device memory, as a
+// server runs it: each replay reads that step's rows, tree and seed from the same buffers and must
+// give that step's walk and draw (both kernels: "rows" clusters and the path kernel with its block
+// walk).
+TEST(KernelsGpu, TreeSamplingGraphReplaysGiveEachStepsAnswers) {
+  std::mt19937 rng(31);
+  const TreeSamplingCase cases[] = {{1, 8, 151936, true, false, false},
+                                    {1, 4, 151936, true, false, false},
+                                    {2, 16, 32000, true, false, false},
+                                    {3, 40, 4096, true, false, false},
+                                    {8, 16, 151936, true, false, false}};
+  cudaStream_t stream;
+  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  int deep = 0;
+  for (const TreeSamplingCase& c : cases) {
+    const size_t rows = static_cast<size_t>(c.batch) * c.n;
+    Dev<float> dp(rows * c.V);
+    Dev<int32_t> par(rows), tok(rows), tt(rows), path(rows), acc(c.batch), bon(c.batch);
+    Dev<uint64_t> so(2);
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    const Status captured =
+        k::verify_tree_sampling(dp.p, par.p, tok.p, c.batch, c.n, c.V, k::PhiloxArgs{0, 0, so.p},
+                                tt.p, path.p, acc.p, bon.p, nullptr, 0, stream);
+    CUDA_OK(cudaStreamEndCapture(stream, &graph));
+    STATUS_OK(captured);
+    CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+    for (int step = 0; step < 4; ++step) {
+      const TreeSamplingInputs in = make_tree_sampling_inputs(c, rng);
+      dp.upload(in.probs);
+      par.upload(flatten(in.trees, true));
+      tok.upload(flatten(in.trees, false));
+      so.upload({in.seed, in.offset});
+      for (auto* d : {&tt, &path, &acc, &bon})
+        d->poison();
+      CUDA_OK(cudaDeviceSynchronize());
+      CUDA_OK(cudaGraphLaunch(exec, stream));
+      CUDA_OK(cudaStreamSynchronize(stream));
+      deep += check_tree_sampling(c, in, tt.get(), path.get(), acc.get(), bon.get(),
+                                  " replay " + std::to_string(step));
+    }
+    CUDA_OK(cudaGraphExecDestroy(exec));
+    CUDA_OK(cudaGraphDestroy(graph));
+  }
+  CUDA_OK(cudaStreamDestroy(stream));
+  EXPECT_GT(deep, 5) << "too few walks went two drafts deep: the planted mass did not work";
+}
 
 TEST(KernelsGpu, SamplingVerifiersKeepTheTargetDistribution) {
   // 8 tokens with mass, spread over a 2048-token vocabulary (several segments); a star tree whose
@@ -749,6 +825,30 @@ TEST(KernelsGpu, SamplingVerifiersKeepTheTargetDistribution) {
   EXPECT_LT(chi, 29.9) << "chain sampling: chi-square, 7 degrees of freedom, p < 0.0001";
 }
 
+namespace {
+/// Checks one chain sampling call's outputs (`O` [batch, k + 1], `A` [batch]) against the
+/// reference: accepted drafts exact, the token a segment-race draw of the reference's residual.
+void check_chain_sampling(const std::vector<int32_t>& dr, const std::vector<float>& dq,
+                          const std::vector<float>& tp, int batch, int kk, int64_t V, uint64_t seed,
+                          uint64_t offset, const std::vector<int32_t>& O,
+                          const std::vector<int32_t>& A, const std::string& where) {
+  for (int b = 0; b < batch; ++b) {
+    const ChainSamplingResult r = verify_chain_sampling_reference(
+        std::span<const int32_t>(dr.data() + b * kk, kk),
+        std::span<const float>(dq.data() + static_cast<size_t>(b) * kk * V, kk * V),
+        std::span<const float>(tp.data() + static_cast<size_t>(b) * (kk + 1) * V, (kk + 1) * V), V,
+        seed, offset, b);
+    ASSERT_EQ(A[b], r.accepted) << "V=" << V << " k=" << kk << where;
+    for (int j = 0; j < r.accepted; ++j)
+      EXPECT_EQ(O[b * (kk + 1) + j], dr[b * kk + j]) << where;
+    EXPECT_TRUE(segment_race_draw_consistent(r.residual, r.coins, O[b * (kk + 1) + r.accepted]))
+        << "V=" << V << " k=" << kk << where << " token " << O[b * (kk + 1) + r.accepted];
+    for (int j = r.accepted + 1; j <= kk; ++j)
+      EXPECT_EQ(O[b * (kk + 1) + j], -1) << where;
+  }
+}
+} // namespace
+
 TEST(KernelsGpu, ChainSamplingMatchesReferenceOnRandomInputs) {
   std::mt19937 rng(16);
   // V = 1,500,007 with one request: more vocabulary splits than the chain kernel's drain takes
@@ -784,25 +884,63 @@ TEST(KernelsGpu, ChainSamplingMatchesReferenceOnRandomInputs) {
             kk % 2 == 1 ? k::PhiloxArgs{0, 0, so.p} : k::PhiloxArgs{3, 4, nullptr};
         STATUS_OK(k::verify_chain_sampling(ddq.p, drafts.p, dtp.p, batch, kk, V, rng_args, out.p,
                                            acc.p, ws.p, ws.bytes, nullptr));
-        const auto O = out.get(), A = acc.get();
-        for (int b = 0; b < batch; ++b) {
-          const ChainSamplingResult r = verify_chain_sampling_reference(
-              std::span<const int32_t>(dr.data() + b * kk, kk),
-              std::span<const float>(dq.data() + static_cast<size_t>(b) * kk * V, kk * V),
-              std::span<const float>(tp.data() + static_cast<size_t>(b) * (kk + 1) * V,
-                                     (kk + 1) * V),
-              V, 3, 4, b);
-          ASSERT_EQ(A[b], r.accepted) << "V=" << V << " k=" << kk;
-          for (int j = 0; j < r.accepted; ++j)
-            EXPECT_EQ(O[b * (kk + 1) + j], dr[b * kk + j]);
-          EXPECT_TRUE(
-              segment_race_draw_consistent(r.residual, r.coins, O[b * (kk + 1) + r.accepted]))
-              << "V=" << V << " k=" << kk << " no_residual=" << no_residual << " token "
-              << O[b * (kk + 1) + r.accepted];
-          for (int j = r.accepted + 1; j <= kk; ++j)
-            EXPECT_EQ(O[b * (kk + 1) + j], -1);
-        }
+        check_chain_sampling(dr, dq, tp, batch, kk, V, 3, 4, out.get(), acc.get(),
+                             " no_residual=" + std::to_string(no_residual));
       }
+}
+
+// Chain sampling captured once in a CUDA graph with the seed and offset in device memory: each
+// replay reads that step's drafts, rows and seed from the same buffers and must give that step's
+// tokens (the request counters and slots it leaves zeroed are all that carries over).
+TEST(KernelsGpu, ChainSamplingGraphReplaysGiveEachStepsAnswers) {
+  std::mt19937 rng(37);
+  struct Shape {
+    int batch, kk;
+    int64_t V;
+  };
+  cudaStream_t stream;
+  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  for (const Shape sh : {Shape{1, 7, 151936}, Shape{3, 15, 32000}, Shape{8, 4, 151936}}) {
+    const int batch = sh.batch, kk = sh.kk;
+    const int64_t V = sh.V;
+    Dev<float> dtp(static_cast<size_t>(batch) * (kk + 1) * V),
+        ddq(static_cast<size_t>(batch) * kk * V);
+    Dev<int32_t> drafts(static_cast<size_t>(batch) * kk),
+        out(static_cast<size_t>(batch) * (kk + 1)), acc(batch);
+    Dev<uint64_t> so(2);
+    Workspace ws(k::verify_sampling_workspace_bytes(batch, kk + 1, V));
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    const Status captured =
+        k::verify_chain_sampling(ddq.p, drafts.p, dtp.p, batch, kk, V, k::PhiloxArgs{0, 0, so.p},
+                                 out.p, acc.p, ws.p, ws.bytes, stream);
+    CUDA_OK(cudaStreamEndCapture(stream, &graph));
+    STATUS_OK(captured);
+    CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+    for (int step = 0; step < 4; ++step) {
+      const auto tp = random_probs(rng, batch * (kk + 1), V, rng() % 2 == 0);
+      const auto dq = random_probs(rng, batch * kk, V, rng() % 2 == 0);
+      std::vector<int32_t> dr(static_cast<size_t>(batch) * kk);
+      for (auto& d : dr)
+        d = static_cast<int32_t>(rng() % V);
+      const uint64_t seed = 100 + rng() % 50, offset = rng() % 1000;
+      dtp.upload(tp);
+      ddq.upload(dq);
+      drafts.upload(dr);
+      so.upload({seed, offset});
+      out.poison();
+      acc.poison();
+      CUDA_OK(cudaDeviceSynchronize());
+      CUDA_OK(cudaGraphLaunch(exec, stream));
+      CUDA_OK(cudaStreamSynchronize(stream));
+      check_chain_sampling(dr, dq, tp, batch, kk, V, seed, offset, out.get(), acc.get(),
+                           " replay " + std::to_string(step));
+    }
+    CUDA_OK(cudaGraphExecDestroy(exec));
+    CUDA_OK(cudaGraphDestroy(graph));
+  }
+  CUDA_OK(cudaStreamDestroy(stream));
 }
 
 namespace {
