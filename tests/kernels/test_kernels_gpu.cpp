@@ -442,6 +442,10 @@ TEST(KernelsGpu, FusedGreedyMatchesTorchArgmaxAndWalk) {
   run_fused(k::LogitsDtype::bf16, 4, 16, 32000, TreeShape::chain, Special::none, rng, true);
   run_fused(k::LogitsDtype::bf16, 64, 16, 4096, TreeShape::bushy, Special::ties, rng, false);
   run_fused(k::LogitsDtype::fp32, 2, 257, 3000, TreeShape::ddtree, Special::none, rng, false);
+  // The largest vocabulary the issue names (262,144, as in Gemma's tokenizer), both tails.
+  run_fused(k::LogitsDtype::bf16, 2, 16, 262144, TreeShape::bushy, Special::ties, rng, false);
+  run_fused(k::LogitsDtype::bf16, 1, 40, 262144, TreeShape::ddtree, Special::none, rng, false);
+  run_fused(k::LogitsDtype::fp32, 1, 8, 262144, TreeShape::deep, Special::nan, rng, false);
 }
 
 namespace {
