@@ -288,7 +288,10 @@ void run_fused(k::LogitsDtype dtype, int batch, int n, int64_t V, TreeShape shap
 // new logits and a new tree in the same buffers. Every replay must give that step's answers: the
 // request counters and slots that the call leaves zeroed are the only state carried from one
 // replay to the next (small requests, whose blocks take their ticket before their loads, and the
-// general tail alike).
+// general tail alike). The graph tests capture in cudaStreamCaptureModeGlobal, the default of
+// PyTorch's torch.cuda.graph (docs.pytorch.org, torch.cuda.graph, capture_error_mode='global'):
+// run alone, the capture is each launcher's first call in the process, so its per-device queries
+// (occupancy, cluster limits, attributes) run inside the capture too.
 TEST(KernelsGpu, FusedGreedyGraphReplaysGiveEachStepsAnswers) {
   std::mt19937 rng(29);
   struct Shape {
@@ -316,7 +319,7 @@ TEST(KernelsGpu, FusedGreedyGraphReplaysGiveEachStepsAnswers) {
     const void* x = bf16 ? static_cast<const void*>(lb.p) : lf.p;
     cudaGraph_t graph = nullptr;
     cudaGraphExec_t exec = nullptr;
-    CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
     const Status captured =
         k::verify_greedy_fused(x, sh.dtype, sh.chain ? nullptr : par.p, tok.p, batch, n, V, tgt.p,
                                path.p, acc.p, bon.p, ws.p, ws.bytes, stream);
@@ -711,7 +714,7 @@ TEST(KernelsGpu, TreeSamplingGraphReplaysGiveEachStepsAnswers) {
     Dev<uint64_t> so(2);
     cudaGraph_t graph = nullptr;
     cudaGraphExec_t exec = nullptr;
-    CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
     const Status captured =
         k::verify_tree_sampling(dp.p, par.p, tok.p, c.batch, c.n, c.V, k::PhiloxArgs{0, 0, so.p},
                                 tt.p, path.p, acc.p, bon.p, nullptr, 0, stream);
@@ -915,7 +918,7 @@ TEST(KernelsGpu, ChainSamplingGraphReplaysGiveEachStepsAnswers) {
     Workspace ws(k::verify_sampling_workspace_bytes(batch, kk + 1, V));
     cudaGraph_t graph = nullptr;
     cudaGraphExec_t exec = nullptr;
-    CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
     const Status captured =
         k::verify_chain_sampling(ddq.p, drafts.p, dtp.p, batch, kk, V, k::PhiloxArgs{0, 0, so.p},
                                  out.p, acc.p, ws.p, ws.bytes, stream);
