@@ -110,10 +110,12 @@ struct BuildArgs {
 __device__ __forceinline__ void write_masks(uint32_t* rows, const int32_t* t_parent, int n, int W,
                                             int count, const DdtreeOutputs& o, int64_t ob);
 
-// One block per SM is enough (a block per request). Without the bound ptxas kept room for more
-// and spilled the larger lists (RPL 4: 16 bytes, RPL 16: 48 bytes); with it none spills, and
-// budget 16 / 64 / 1024 took 4.37 / 9.25 / 1,337 us against 4.51 / 9.36 / 1,399, budget 256
-// 88.1-88.5 against 87.3 (B = 1, 2026-12-04 16:54 UTC).
+// Declared for one resident block per SM: a block's search is one warp's chain of dependent steps,
+// so more blocks per SM only matter for batches larger than the GPU holds at once (budget 64: 80
+// registers, three blocks per SM, 396 requests on an H200). Without the bound ptxas kept registers
+// free for more blocks and spilled the larger lists (RPL 4: 16 bytes, RPL 16: 48 bytes); with it
+// none spills, and budget 16 / 64 / 1024 took 4.37 / 9.25 / 1,337 us against 4.51 / 9.36 / 1,399,
+// budget 256 88.1-88.5 against 87.3 (B = 1, 2026-12-04 16:54 UTC).
 template <int RPL, bool CACHED, bool SMALL>
 __global__ void __launch_bounds__(kThreads, 1) ddtree_kernel(BuildArgs a) {
   using M = Meta<SMALL>;
