@@ -252,9 +252,23 @@ __device__ __forceinline__ void warp_drain_two_rows(uint64_t* a, int own_a, uint
 /// limit: more would raise that kernel above 48 registers).
 constexpr int kLeanDrainLoads = 7;
 
-/// Threads per node in lean_drain: `nodes` rounded up to a power of two.
-__device__ __forceinline__ int lean_node_span(int nodes) {
+/// Threads per node in lean_drain: `nodes` rounded up to a power of two (host and device).
+__host__ __device__ __forceinline__ int lean_node_span(int nodes) {
+#ifdef __CUDA_ARCH__
   return nodes <= 1 ? 1 : 1 << (32 - __clz(nodes - 1));
+#else
+  int p = 1;
+  while (p < nodes)
+    p <<= 1;
+  return p;
+#endif
+}
+
+/// Whether a request of `nodes` rows in `splits` slots each fits lean_drain (and fused greedy's
+/// copy of it): at most 32 rows, and every slot one of kLeanDrainLoads loads per thread of two
+/// warps. Launchers ask it on the host, kernels on the device.
+__host__ __device__ __forceinline__ bool lean_drain_fits(int nodes, int splits) {
+  return nodes <= 32 && (splits * lean_node_span(nodes) + 63) / 64 <= kLeanDrainLoads;
 }
 
 /// A small request's drain (at most 32 rows, every slot one of kLeanDrainLoads loads per thread

@@ -27,8 +27,6 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr int kUnroll = 4;
-constexpr int kLeanLoads = 7; // slot loads per thread of the lean tail: more would raise the
-                              // kernel above 48 registers
 
 // The launch's arguments. The fields every block reads before its first load come first, so that
 // those loads wait on as few constant-cache lines as possible; the rest only the reducing block
@@ -48,7 +46,7 @@ template <typename T> struct FusedArgs {
 };
 
 // kTicketFirst: the ticket is taken before the block's loads instead of after the first ones
-// (launch_fused sets it for a small request, the shapes of the lean tail below).
+// (launch_fused sets it for a small request, the shapes of the lean tail below: lean_drain_fits).
 template <typename T, bool kVec, bool kTicketFirst>
 __global__ void __launch_bounds__(kThreads) fused_greedy_kernel(const FusedArgs<T> a) {
   using E = Elem<T>;
@@ -168,8 +166,8 @@ __global__ void __launch_bounds__(kThreads) fused_greedy_kernel(const FusedArgs<
   // node's threads. The other warps leave. This is lean_drain (common.cuh), written out: this
   // kernel calling the helper took 3.47 and 4.12 us at 1 x 8 and 1 x 16 against 3.39 and 4.03
   // (2026-12-03 21:58 UTC), the same instructions in another order and layout.
-  const int pw = nodes <= 1 ? 1 : 1 << (32 - __clz(nodes - 1));
-  if (small_tree && (splits * pw + 63) / 64 <= kLeanLoads) { // as lean_tail_fits
+  const int pw = lean_node_span(nodes);
+  if (lean_drain_fits(nodes, splits)) { // a tree of at most 32 nodes: small_tree
     if (tid >= 96)
       return;
     __shared__ uint64_t part_max[64]; // warps 1 and 2: the max per node of their slots
@@ -189,25 +187,25 @@ __global__ void __launch_bounds__(kThreads) fused_greedy_kernel(const FusedArgs<
         const int sp = first_split + k * groups;
         return r < nodes && sp < splits && !(r == own_row && sp == split);
       };
-      uint64_t v[kLeanLoads];
+      uint64_t v[kLeanDrainLoads];
 #pragma unroll
-      for (int k = 0; k < kLeanLoads; ++k)
+      for (int k = 0; k < kLeanDrainLoads; ++k)
         v[k] = in(k) ? load_slot(slots + first_split + k * groups) : 1ull;
       for (;;) { // blocks not done yet: poll them again together
         bool missing = false;
 #pragma unroll
-        for (int k = 0; k < kLeanLoads; ++k)
+        for (int k = 0; k < kLeanDrainLoads; ++k)
           missing |= v[k] == 0;
         if (!missing)
           break;
 #pragma unroll
-        for (int k = 0; k < kLeanLoads; ++k)
+        for (int k = 0; k < kLeanDrainLoads; ++k)
           if (v[k] == 0)
             v[k] = load_slot(slots + first_split + k * groups);
       }
       uint64_t m = 0;
 #pragma unroll
-      for (int k = 0; k < kLeanLoads; ++k)
+      for (int k = 0; k < kLeanDrainLoads; ++k)
         if (in(k)) {
           store_slot(slots + first_split + k * groups, 0);
           m = max(m, v[k]);
@@ -348,18 +346,6 @@ int greedy_splits(int64_t rows, int64_t vocab, int resident_per_sm, int batch_gr
 }
 
 namespace {
-/// Whether a request of `nodes` nodes in `splits` blocks per row takes the lean tail: a tree of at
-/// most 32 nodes whose slots fit kLeanLoads per thread of two warps, each node's slots spread over
-/// P threads (P: nodes rounded up to a power of two). The kernel tests the same.
-bool lean_tail_fits(int nodes, int splits) {
-  if (nodes > 32)
-    return false;
-  int pw = 1;
-  while (pw < nodes)
-    pw <<= 1;
-  return (splits * pw + 63) / 64 <= kLeanLoads;
-}
-
 /// Blocks of fused_greedy_kernel<T, kVec, false> one SM holds at once (cached per device), which
 /// the kTicketFirst kernel matches (the same registers). Computed with the largest dynamic shared
 /// memory a call uses (2048 nodes, 32 KiB), which never limits it below what the registers allow.
@@ -397,7 +383,7 @@ Status launch_fused(const T* x, const int32_t* parents, const int32_t* tokens, i
                  accepted,
                  bonus,
                  partials};
-  if (kVec && lean_tail_fits(nodes, splits)) // the scalar kernel takes its ticket first anyway
+  if (kVec && lean_drain_fits(nodes, splits)) // the scalar kernel takes its ticket first anyway
     fused_greedy_kernel<T, kVec, kVec>
         <<<static_cast<unsigned>(blocks), kThreads, smem, stream>>>(a);
   else
