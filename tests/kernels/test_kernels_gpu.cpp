@@ -90,6 +90,32 @@ int32_t torch_argmax(const float* x, int64_t n) {
   return static_cast<int32_t>(best);
 }
 
+/// torch.argmax of each row of `x` (rows of V values).
+std::vector<int32_t> argmax_rows(const std::vector<float>& x, int64_t V) {
+  std::vector<int32_t> out(x.size() / static_cast<size_t>(V));
+  for (size_t r = 0; r < out.size(); ++r)
+    out[r] = torch_argmax(x.data() + r * V, V);
+  return out;
+}
+
+/// Uploads `logits` as the kernels read them: bf16 into `lb` or fp32 into `lf`. Returns the values
+/// the kernel sees (rounded to bf16 for bf16).
+std::vector<float> upload_logits(k::LogitsDtype dtype, const std::vector<float>& logits,
+                                 Dev<uint16_t>& lb, Dev<float>& lf) {
+  if (dtype != k::LogitsDtype::bf16) {
+    lf.upload(logits);
+    return logits;
+  }
+  std::vector<float> seen(logits.size());
+  std::vector<uint16_t> h(logits.size());
+  for (size_t i = 0; i < h.size(); ++i) {
+    h[i] = to_bf16(logits[i]);
+    seen[i] = from_bf16(h[i]);
+  }
+  lb.upload(h);
+  return seen;
+}
+
 std::vector<int32_t> flatten(const std::vector<DraftTree>& trees, bool parents) {
   std::vector<int32_t> v;
   for (const auto& t : trees) {
@@ -249,21 +275,7 @@ void run_fused(k::LogitsDtype dtype, int batch, int n, int64_t V, TreeShape shap
   }
   Dev<float> lf(logits.size());
   Dev<uint16_t> lb(logits.size());
-  std::vector<float> seen(logits.size());
-  if (dtype == k::LogitsDtype::bf16) {
-    std::vector<uint16_t> h(logits.size());
-    for (size_t i = 0; i < h.size(); ++i) {
-      h[i] = to_bf16(logits[i]);
-      seen[i] = from_bf16(h[i]);
-    }
-    lb.upload(h);
-  } else {
-    seen = logits;
-    lf.upload(logits);
-  }
-  std::vector<int32_t> expect(static_cast<size_t>(batch) * n);
-  for (size_t r = 0; r < expect.size(); ++r)
-    expect[r] = torch_argmax(seen.data() + r * V, V);
+  const std::vector<int32_t> expect = argmax_rows(upload_logits(dtype, logits, lb, lf), V);
   Dev<int32_t> par(flatten(trees, true)), tok(flatten(trees, false));
   Dev<int32_t> tgt(expect.size()), path(expect.size()), acc(batch), bon(batch);
   Workspace ws(k::verify_greedy_fused_workspace_bytes(batch, n, V));
@@ -340,17 +352,7 @@ TEST(KernelsGpu, FusedGreedyGraphReplaysGiveEachStepsAnswers) {
         for (int i = 0; i < n; ++i)
           logits[(static_cast<size_t>(b) * n + i) * V + want[i]] = 20.0f;
       }
-      std::vector<float> seen = logits;
-      if (bf16) {
-        std::vector<uint16_t> h(logits.size());
-        for (size_t i = 0; i < h.size(); ++i) {
-          h[i] = to_bf16(logits[i]);
-          seen[i] = from_bf16(h[i]);
-        }
-        lb.upload(h);
-      } else {
-        lf.upload(logits);
-      }
+      const std::vector<int32_t> expect = argmax_rows(upload_logits(sh.dtype, logits, lb, lf), V);
       par.upload(flatten(trees, true));
       tok.upload(flatten(trees, false));
       tgt.poison();
@@ -360,9 +362,6 @@ TEST(KernelsGpu, FusedGreedyGraphReplaysGiveEachStepsAnswers) {
       CUDA_OK(cudaDeviceSynchronize());
       CUDA_OK(cudaGraphLaunch(exec, stream));
       CUDA_OK(cudaStreamSynchronize(stream));
-      std::vector<int32_t> expect(rows);
-      for (size_t r = 0; r < rows; ++r)
-        expect[r] = torch_argmax(seen.data() + r * V, V);
       const std::string what = std::string(bf16 ? "bf16" : "fp32") + " " + std::to_string(batch) +
                                " x " + std::to_string(n) + " V=" + std::to_string(V) + " replay " +
                                std::to_string(step);
