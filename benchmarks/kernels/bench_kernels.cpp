@@ -567,7 +567,15 @@ int main(int argc, char** argv) {
             "ddtree_build" + sz + "/no_masks",
             [=](benchmark::State& s) { BM_ddtree(s, b, budget, 16, kk, false); }, 30);
     }
-  for (auto [b, n] : {std::pair{1, 4}, {1, 8}, {2, 4}, {1, 16}, {8, 16}, {64, 16}, {64, 64}}) {
+  for (auto [b, n] : {std::pair{1, 4},
+                      {1, 8},
+                      {2, 4},
+                      {1, 16},
+                      {8, 16},
+                      {64, 16},
+                      {64, 64},
+                      {1, 256},
+                      {1, 1024}}) {
     const std::string sz = "/B" + std::to_string(b) + "xN" + std::to_string(n);
     reg(
         "tree_sampling_fp32" + sz + "/cold",
