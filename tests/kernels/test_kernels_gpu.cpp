@@ -626,6 +626,11 @@ TEST(KernelsGpu, TreeSamplingWalksLikeTheReferenceAndDrawsFromTheResidual) {
   deep += run_tree_sampling({48, 16, 32000, false, false, false}, rng);
   deep += run_tree_sampling({2, 4, 262144, false, false, false}, rng);
   deep += run_tree_sampling({1, 8, 1'500'007, false, false, false}, rng);
+  // The largest trees (the block walk's sibling lists): every shape, stars with repeated tokens.
+  for (int rep = 0; rep < 3; ++rep) {
+    deep += run_tree_sampling({4, 1024, 4096, rep == 1, false, false}, rng);
+    deep += run_tree_sampling({3, 2048, 1001, false, rep == 2, rep == 0}, rng);
+  }
   EXPECT_GT(deep, 20) << "too few walks went two drafts deep: the planted mass did not work";
 }
 
