@@ -373,10 +373,11 @@ __device__ __forceinline__ void warp_path_walk(const SamplingArgs& a, int b, uin
 /// vocabulary) gets parent -1 in `par` and is nobody's child (its weight would be 0 anyway).
 /// Each node's children are first gathered into one list in index order (a counting sort by
 /// parent: warp 0 ranks every node among its earlier siblings, 32 nodes at a time, while warp 1
-/// finds where each list starts), so that a
-/// node looks only at its own siblings and each parent runs its children once: the work is
-/// O(n + sum of squared sibling counts) where testing every earlier node was O(n^2) (1 x 1,024
-/// DDTree-shaped nodes took 153 us, more than reading all 1,024 rows, 2026-12-04 18:12 UTC).
+/// finds where each list starts), so that a node looks only at its own siblings and each parent
+/// runs its children once: the work is O(n + sum of squared sibling counts), where testing every
+/// earlier node was O(n^2) (1 x 1,024 DDTree-shaped nodes took 153 us, more than reading all
+/// 1,024 rows, 2026-12-04 18:12 UTC). A DDTree node has at most k children; a star of n nodes
+/// still costs O(n^2) (each node tests every earlier sibling for its token).
 __device__ void block_path_walk(const SamplingArgs& a, int b, uint64_t seed, uint64_t offset,
                                 bool writer, int* s_final, int* s_nmask, int32_t* s_mask,
                                 int32_t* scratch) {
