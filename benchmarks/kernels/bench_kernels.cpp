@@ -528,8 +528,8 @@ int main(int argc, char** argv) {
   };
   reg("copy_d2d/2GiB", BM_copy, 10);
   reg("empty_kernel/graph", BM_empty, 50);
-  const std::pair<int, int> shapes[] = {{1, 8},   {1, 16},  {1, 64},  {8, 16},
-                                        {16, 64}, {64, 64}, {256, 64}};
+  const std::pair<int, int> shapes[] = {{1, 8},  {1, 16},  {1, 64},  {1, 65},
+                                        {8, 16}, {16, 64}, {64, 64}, {256, 64}};
   for (auto [b, n] : shapes) {
     const std::string sz = "/B" + std::to_string(b) + "xN" + std::to_string(n);
     const bool small = int64_t(b) * n * kVocab * 2 < (40 << 20);
@@ -567,10 +567,12 @@ int main(int argc, char** argv) {
             "ddtree_build" + sz + "/no_masks",
             [=](benchmark::State& s) { BM_ddtree(s, b, budget, 16, kk, false); }, 30);
     }
+  // 1 x 65: the tree of a DDTree budget of 64 (the root and 64 nodes); it takes the block walk.
   for (auto [b, n] : {std::pair{1, 4},
                       {1, 8},
                       {2, 4},
                       {1, 16},
+                      {1, 65},
                       {8, 16},
                       {64, 16},
                       {64, 64},
