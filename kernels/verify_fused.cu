@@ -93,7 +93,7 @@ __global__ void __launch_bounds__(kThreads) fused_greedy_kernel(const FusedArgs<
     constexpr int V = E::kPerVec;
     if (kTicketFirst) {
       take();
-      vector_first_max<T, kUnroll>(x, tid * V, len, kThreads * V, best, best_idx, nan, [] {});
+      vector_first_max<T, kUnroll>(x, tid * V, len, kThreads * V, best, best_idx, nan);
     } else {
       vector_first_max<T, kUnroll>(x, tid * V, len, kThreads * V, best, best_idx, nan, take);
     }

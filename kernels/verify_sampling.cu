@@ -458,8 +458,9 @@ __device__ void block_path_walk(const SamplingArgs& a, int b, uint64_t seed, uin
   for (int i = tid; i < n; i += step) {
     const int p = par[i];
     bool ok = p >= 0;
-    for (int q = ok ? first[p] : 0, e = ok ? first[p] + rank[i] : 0; ok && q < e; ++q)
-      ok = tok[kids[q]] != tok[i];
+    if (ok)
+      for (int q = first[p], e = first[p] + rank[i]; ok && q < e; ++q)
+        ok = tok[kids[q]] != tok[i];
     w[i] = ok ? fmaxf(w[i], 0.0f) : 0.0f;
   }
   __syncthreads(); // the ranks are read for the last time above: `next` takes their place
