@@ -60,6 +60,46 @@ struct Workspace {
   ~Workspace() { cudaFree(p); }
 };
 
+/// One launcher call captured into a CUDA graph on `stream` in cudaStreamCaptureModeGlobal (the
+/// default of PyTorch's torch.cuda.graph), for tests that replay it with new inputs written into
+/// the same buffers. `error()` is the first CUDA error of the capture, `status()` the launcher's.
+class CapturedCall {
+public:
+  template <class Call> CapturedCall(cudaStream_t stream, Call call) : stream_(stream) {
+    error_ = cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal);
+    if (error_ != cudaSuccess)
+      return;
+    status_ = call();
+    error_ = cudaStreamEndCapture(stream, &graph_);
+    if (error_ == cudaSuccess && status_.is_ok())
+      error_ = cudaGraphInstantiate(&exec_, graph_, 0);
+  }
+  ~CapturedCall() {
+    if (exec_)
+      cudaGraphExecDestroy(exec_);
+    if (graph_)
+      cudaGraphDestroy(graph_);
+  }
+  CapturedCall(const CapturedCall&) = delete;
+  CapturedCall& operator=(const CapturedCall&) = delete;
+  cudaError_t error() const { return error_; }
+  const Status& status() const { return status_; }
+  /// One replay, after the inputs' uploads are done, waited for.
+  cudaError_t replay() const {
+    cudaError_t e = cudaDeviceSynchronize();
+    if (e == cudaSuccess)
+      e = cudaGraphLaunch(exec_, stream_);
+    return e == cudaSuccess ? cudaStreamSynchronize(stream_) : e;
+  }
+
+private:
+  cudaStream_t stream_;
+  cudaGraph_t graph_ = nullptr;
+  cudaGraphExec_t exec_ = nullptr;
+  cudaError_t error_ = cudaSuccess;
+  Status status_;
+};
+
 constexpr TreeShape kShapes[] = {TreeShape::chain, TreeShape::star, TreeShape::deep,
                                  TreeShape::bushy, TreeShape::ddtree};
 
@@ -329,15 +369,12 @@ TEST(KernelsGpu, FusedGreedyGraphReplaysGiveEachStepsAnswers) {
     Dev<int32_t> par(rows), tok(rows), tgt(rows), path(rows), acc(batch), bon(batch);
     Workspace ws(k::verify_greedy_fused_workspace_bytes(batch, n, V));
     const void* x = bf16 ? static_cast<const void*>(lb.p) : lf.p;
-    cudaGraph_t graph = nullptr;
-    cudaGraphExec_t exec = nullptr;
-    CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-    const Status captured =
-        k::verify_greedy_fused(x, sh.dtype, sh.chain ? nullptr : par.p, tok.p, batch, n, V, tgt.p,
-                               path.p, acc.p, bon.p, ws.p, ws.bytes, stream);
-    CUDA_OK(cudaStreamEndCapture(stream, &graph));
-    STATUS_OK(captured);
-    CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+    const CapturedCall call(stream, [&] {
+      return k::verify_greedy_fused(x, sh.dtype, sh.chain ? nullptr : par.p, tok.p, batch, n, V,
+                                    tgt.p, path.p, acc.p, bon.p, ws.p, ws.bytes, stream);
+    });
+    STATUS_OK(call.status());
+    CUDA_OK(call.error());
     for (int step = 0; step < 5; ++step) {
       // This step's trees and logits, each node's maximum planted where its target should be.
       std::vector<DraftTree> trees;
@@ -359,17 +396,13 @@ TEST(KernelsGpu, FusedGreedyGraphReplaysGiveEachStepsAnswers) {
       path.poison();
       acc.poison();
       bon.poison();
-      CUDA_OK(cudaDeviceSynchronize());
-      CUDA_OK(cudaGraphLaunch(exec, stream));
-      CUDA_OK(cudaStreamSynchronize(stream));
+      CUDA_OK(call.replay());
       const std::string what = std::string(bf16 ? "bf16" : "fp32") + " " + std::to_string(batch) +
                                " x " + std::to_string(n) + " V=" + std::to_string(V) + " replay " +
                                std::to_string(step);
       ASSERT_EQ(tgt.get(), expect) << what;
       expect_walk(trees, expect, path.get(), acc.get(), bon.get(), what);
     }
-    CUDA_OK(cudaGraphExecDestroy(exec));
-    CUDA_OK(cudaGraphDestroy(graph));
   }
   CUDA_OK(cudaStreamDestroy(stream));
 }
@@ -716,15 +749,13 @@ TEST(KernelsGpu, TreeSamplingGraphReplaysGiveEachStepsAnswers) {
     Dev<float> dp(rows * c.V);
     Dev<int32_t> par(rows), tok(rows), tt(rows), path(rows), acc(c.batch), bon(c.batch);
     Dev<uint64_t> so(2);
-    cudaGraph_t graph = nullptr;
-    cudaGraphExec_t exec = nullptr;
-    CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-    const Status captured =
-        k::verify_tree_sampling(dp.p, par.p, tok.p, c.batch, c.n, c.V, k::PhiloxArgs{0, 0, so.p},
-                                tt.p, path.p, acc.p, bon.p, nullptr, 0, stream);
-    CUDA_OK(cudaStreamEndCapture(stream, &graph));
-    STATUS_OK(captured);
-    CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+    const CapturedCall call(stream, [&] {
+      return k::verify_tree_sampling(dp.p, par.p, tok.p, c.batch, c.n, c.V,
+                                     k::PhiloxArgs{0, 0, so.p}, tt.p, path.p, acc.p, bon.p, nullptr,
+                                     0, stream);
+    });
+    STATUS_OK(call.status());
+    CUDA_OK(call.error());
     for (int step = 0; step < 4; ++step) {
       const TreeSamplingInputs in = make_tree_sampling_inputs(c, rng);
       dp.upload(in.probs);
@@ -733,14 +764,10 @@ TEST(KernelsGpu, TreeSamplingGraphReplaysGiveEachStepsAnswers) {
       so.upload({in.seed, in.offset});
       for (auto* d : {&tt, &path, &acc, &bon})
         d->poison();
-      CUDA_OK(cudaDeviceSynchronize());
-      CUDA_OK(cudaGraphLaunch(exec, stream));
-      CUDA_OK(cudaStreamSynchronize(stream));
+      CUDA_OK(call.replay());
       deep += check_tree_sampling(c, in, tt.get(), path.get(), acc.get(), bon.get(),
                                   " replay " + std::to_string(step));
     }
-    CUDA_OK(cudaGraphExecDestroy(exec));
-    CUDA_OK(cudaGraphDestroy(graph));
   }
   CUDA_OK(cudaStreamDestroy(stream));
   EXPECT_GT(deep, 5) << "too few walks went two drafts deep: the planted mass did not work";
@@ -920,15 +947,13 @@ TEST(KernelsGpu, ChainSamplingGraphReplaysGiveEachStepsAnswers) {
         out(static_cast<size_t>(batch) * (kk + 1)), acc(batch);
     Dev<uint64_t> so(2);
     Workspace ws(k::verify_sampling_workspace_bytes(batch, kk + 1, V));
-    cudaGraph_t graph = nullptr;
-    cudaGraphExec_t exec = nullptr;
-    CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-    const Status captured =
-        k::verify_chain_sampling(ddq.p, drafts.p, dtp.p, batch, kk, V, k::PhiloxArgs{0, 0, so.p},
-                                 out.p, acc.p, ws.p, ws.bytes, stream);
-    CUDA_OK(cudaStreamEndCapture(stream, &graph));
-    STATUS_OK(captured);
-    CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+    const CapturedCall call(stream, [&] {
+      return k::verify_chain_sampling(ddq.p, drafts.p, dtp.p, batch, kk, V,
+                                      k::PhiloxArgs{0, 0, so.p}, out.p, acc.p, ws.p, ws.bytes,
+                                      stream);
+    });
+    STATUS_OK(call.status());
+    CUDA_OK(call.error());
     for (int step = 0; step < 4; ++step) {
       const auto tp = random_probs(rng, batch * (kk + 1), V, rng() % 2 == 0);
       const auto dq = random_probs(rng, batch * kk, V, rng() % 2 == 0);
@@ -942,14 +967,10 @@ TEST(KernelsGpu, ChainSamplingGraphReplaysGiveEachStepsAnswers) {
       so.upload({seed, offset});
       out.poison();
       acc.poison();
-      CUDA_OK(cudaDeviceSynchronize());
-      CUDA_OK(cudaGraphLaunch(exec, stream));
-      CUDA_OK(cudaStreamSynchronize(stream));
+      CUDA_OK(call.replay());
       check_chain_sampling(dr, dq, tp, batch, kk, V, seed, offset, out.get(), acc.get(),
                            " replay " + std::to_string(step));
     }
-    CUDA_OK(cudaGraphExecDestroy(exec));
-    CUDA_OK(cudaGraphDestroy(graph));
   }
   CUDA_OK(cudaStreamDestroy(stream));
 }
