@@ -543,6 +543,12 @@ int main(int argc, char** argv) {
     reg(
         "deployed_greedy" + sz + "/cold",
         [=](benchmark::State& s) { BM_deployed_greedy(s, b, n, true); }, 10);
+    if (small) { // one read of the same bytes (as fp32 words): what the call costs beyond reading
+      const std::size_t words = std::size_t(b) * n * kVocab / 2;
+      reg(
+          "read_once_fp32/fused_bytes" + sz + "/cold",
+          [=](benchmark::State& s) { BM_read_once(s, words, 0, true); }, 20);
+    }
   }
   reg(
       "fused_greedy_fp32/B64xN64/cold",

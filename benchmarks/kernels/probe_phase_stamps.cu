@@ -333,7 +333,7 @@ int main() {
   };
   std::vector<int> rot;
 
-  for (int n : {8, 16}) {
+  for (int n : {8, 16, 65}) { // 65: the tree of a DDTree budget of 64 (the general tail)
     const std::size_t bytes = n * kVocab * 2;
     const int R = rotation(bytes);
     std::vector<void*> x;
