@@ -271,6 +271,17 @@ __host__ __device__ __forceinline__ bool lean_drain_fits(int nodes, int splits) 
   return nodes <= 32 && (splits * lean_node_span(nodes) + 63) / 64 <= kLeanDrainLoads;
 }
 
+/// Slot loads per thread of fused greedy's flat drain (the general tail): its 256 threads hold up
+/// to 768 slots of a request at once.
+constexpr int kFlatDrainLoads = 3;
+
+/// Whether fused greedy's general tail drains a request of `nodes` rows in `splits` slots each
+/// flat: every slot in flight at once, copied into shared memory (the launcher adds 8 bytes per
+/// slot), then a thread per row.
+__host__ __device__ __forceinline__ bool flat_drain_fits(int nodes, int splits) {
+  return static_cast<int64_t>(nodes) * splits <= 256 * kFlatDrainLoads;
+}
+
 /// A small request's drain (at most 32 rows, every slot one of kLeanDrainLoads loads per thread
 /// of two warps: splits * lean_node_span(nodes) <= 64 * kLeanDrainLoads) in warps 0 to 2 of the
 /// reducing block, with no full
@@ -372,6 +383,30 @@ struct EarlyTree {
   }
 };
 
+/// The end of a greedy walk, by one warp, once `first_s[i]` holds node i's first matching child
+/// (0x7FFFFFFF: none; shared memory): lane 0 follows those links from the root, then the warp
+/// writes the path, the rest of the row (-1), the accepted count and the bonus of request `b`.
+__device__ inline void warp_follow_first_children(const int32_t* target_s, const int32_t* first_s,
+                                                  int n, int32_t* accept_path, int32_t* accepted,
+                                                  int32_t* bonus, int b) {
+  const int lane = threadIdx.x & 31;
+  int32_t* path_row = accept_path + static_cast<int64_t>(b) * n;
+  int len = 0;
+  if (lane == 0) {
+    int cur = 0;
+    path_row[0] = 0;
+    while (len + 1 < n && first_s[cur] != 0x7FFFFFFF) {
+      cur = first_s[cur];
+      path_row[++len] = cur;
+    }
+    accepted[b] = len;
+    bonus[b] = target_s[cur];
+  }
+  len = __shfl_sync(0xFFFFFFFFu, len, 0);
+  for (int i = len + 1 + lane; i < n; i += 32)
+    path_row[i] = -1;
+}
+
 /// Greedy walk of one request over a parent-array tree, run by a whole block. `parents_s`,
 /// `tokens_s` and `target_s` are [n] in shared memory (parents_s == nullptr: a chain);
 /// `first_s` is [n] int scratch. Writes the path, accepted count and bonus for request `b`.
@@ -460,20 +495,7 @@ __device__ inline void warp_walk_tree(const int32_t* parents_s, const int32_t* t
       atomicMin(&first_s[p], i);
   }
   __syncwarp();
-  int len = 0;
-  if (lane == 0) {
-    int cur = 0;
-    path_row[0] = 0;
-    while (len + 1 < n && first_s[cur] != 0x7FFFFFFF) {
-      cur = first_s[cur];
-      path_row[++len] = cur;
-    }
-    accepted[b] = len;
-    bonus[b] = target_s[cur];
-  }
-  len = __shfl_sync(0xFFFFFFFFu, len, 0);
-  for (int i = len + 1 + lane; i < n; i += 32)
-    path_row[i] = -1;
+  warp_follow_first_children(target_s, first_s, n, accept_path, accepted, bonus, b);
 }
 
 /// The greedy walk of a tree of at most 32 nodes by one warp (lane i holds node i), in two parts:

@@ -10,9 +10,10 @@
 // whatever the batch or the GPU's occupancy. Against an arrival counter at the end it saves the
 // release fence and the dependent atomic round trip (probe_fused_geometry: about 0.4 us of a 4 us
 // call). The reducing block keeps its own partial in shared memory instead of storing it and
-// reading it back through L2 (it is usually the last partial of all), drains two rows per warp per
-// L2 round trip, and zeroes the slots and the counter again, so the workspace is ready for the next
-// call and for graph replays. For a small request (a tree of at most 32 nodes whose slots fit seven
+// reading it back through L2 (it is usually the last partial of all), loads every slot of the
+// request at once (up to 768; larger requests drain two rows per warp per L2 round trip), and
+// zeroes the slots and the counter again, so the workspace is ready for the next call and for
+// graph replays. For a small request (a tree of at most 32 nodes whose slots fit seven
 // per thread of two warps) the tail is leaner: warp 0 only prepares the walk, warps 1 and 2 drain
 // every slot at once, and the other warps leave.
 #include "common.cuh"
@@ -47,8 +48,14 @@ template <typename T> struct FusedArgs {
 
 // kTicketFirst: the ticket is taken before the block's loads instead of after the first ones
 // (launch_fused sets it for a small request, the shapes of the lean tail below: lean_drain_fits).
+// Five blocks per SM for the general kernel: without it ptxas held the flat drain's kernel at 40
+// registers and spilled 16 bytes (48 and no spill now, as before the flat drain; 8 x 16 and
+// 1 x 64 need five 256-thread blocks per SM in one wave). The ticket-first kernel, which has only
+// the lean tail, takes 40 registers with no minimum (0); with a minimum of five it took 45 and
+// 1 x 8 got 0.15 us slower (2026-12-04 19:28 UTC).
 template <typename T, bool kVec, bool kTicketFirst>
-__global__ void __launch_bounds__(kThreads) fused_greedy_kernel(const FusedArgs<T> a) {
+__global__ void __launch_bounds__(kThreads, kTicketFirst ? 0 : 5)
+    fused_greedy_kernel(const FusedArgs<T> a) {
   using E = Elem<T>;
   SPECBENCH_PHASE_START();
   // Block -> (row, split) and row -> request by multiply-shift: no integer division before the
@@ -154,6 +161,17 @@ __global__ void __launch_bounds__(kThreads) fused_greedy_kernel(const FusedArgs<
       }
     }
   }
+  // A larger tree: warp 0 of the request's first block asks for every line of it (one element in
+  // each 128 bytes, and the last).
+  if (!kTicketFirst && !small_tree && tid < 32 && !is_last &&
+      blockIdx.x == static_cast<uint32_t>(b) * per_request) {
+    for (int i = tid * 32; i < nodes + 31; i += 32 * 32) {
+      const int e = min(i, nodes - 1);
+      prefetch_l2(a.tokens + off + e);
+      if (a.parents)
+        prefetch_l2(a.parents + off + e);
+    }
+  }
   SPECBENCH_PHASE(3, key); // the block's partial is stored
   if (!is_last)
     return;
@@ -167,7 +185,8 @@ __global__ void __launch_bounds__(kThreads) fused_greedy_kernel(const FusedArgs<
   // kernel calling the helper took 3.47 and 4.12 us at 1 x 8 and 1 x 16 against 3.39 and 4.03
   // (2026-12-03 21:58 UTC), the same instructions in another order and layout.
   const int pw = lean_node_span(nodes);
-  if (lean_drain_fits(nodes, splits)) { // a tree of at most 32 nodes: small_tree
+  // The ticket-first kernel runs only for these shapes (launch_fused), so it has no other tail.
+  if (kTicketFirst || lean_drain_fits(nodes, splits)) { // at most 32 nodes: small_tree
     if (tid >= 96)
       return;
     __shared__ uint64_t part_max[64]; // warps 1 and 2: the max per node of their slots
@@ -232,6 +251,8 @@ __global__ void __launch_bounds__(kThreads) fused_greedy_kernel(const FusedArgs<
     return;
   }
 
+  if constexpr (kTicketFirst)
+    return;
   // This block took the last ticket of request b: every other block of the request is running or
   // done.
   // Only this block needs the tree; its loads are issued with the first polls. Warp 0 drains the
@@ -263,8 +284,91 @@ __global__ void __launch_bounds__(kThreads) fused_greedy_kernel(const FusedArgs<
         a.target_out[off + r] = packed_index(m);
     }
   };
-  if (splits <= 32) { // up to 32 slots per row: two rows per L2 round trip
-#pragma unroll 1      // one pair of rows in flight per warp
+  if (flat_drain_fits(nodes, splits)) {
+    // The flat drain (since 2026-12-04 19:39 UTC): every slot of the request in flight at once,
+    // slot j (row-major) in thread j % 256, each copied into shared memory, then a thread per
+    // row. One L2 round trip, where the drain by rows below takes one per two rows and warp: at
+    // 1 x 65 (650 slots) the reducing block saw the last slot 3.3 us after the last partial was
+    // stored (stamps of 19:21 UTC). No 64-bit shared-memory atomics (compare-and-swap loops,
+    // 1.1 us here at one per slot) and no chain of shuffles (a segmented max over each row's
+    // lanes, 0.6 us). The offsets k * kThreads are immediates: the loads need one base register.
+    uint64_t* slots = a.partials + off * splits;
+    uint64_t* all = reinterpret_cast<uint64_t*>(first + nodes); // [nodes * splits], 8-aligned
+    const int total = nodes * splits, own_j = own_row * splits + split;
+    const auto in = [&](int k) {
+      const int j = tid + k * kThreads;
+      return j < total && j != own_j;
+    };
+    uint64_t v[kFlatDrainLoads];
+#pragma unroll
+    for (int k = 0; k < kFlatDrainLoads; ++k)
+      v[k] = in(k) ? load_slot(slots + tid + k * kThreads) : 1ull;
+    for (;;) { // blocks not done yet: poll them again together
+      bool missing = false;
+#pragma unroll
+      for (int k = 0; k < kFlatDrainLoads; ++k)
+        missing |= v[k] == 0;
+      if (!missing)
+        break;
+#pragma unroll
+      for (int k = 0; k < kFlatDrainLoads; ++k)
+        if (v[k] == 0)
+          v[k] = load_slot(slots + tid + k * kThreads);
+    }
+    SPECBENCH_PHASE_WARP_DONE(v[0]); // this warp's slots are in
+    prepare_walk(warp); // warp 0 only (a tree of at most 32 nodes with many splits: rare)
+#pragma unroll
+    for (int k = 0; k < kFlatDrainLoads; ++k)
+      if (in(k)) {
+        store_slot(slots + tid + k * kThreads, 0);
+        all[tid + k * kThreads] = v[k];
+      }
+    if (tid == 0)
+      all[own_j] = own_key;
+    // A tree of more than 32 nodes (at most one per thread) is walked from each node's first
+    // matching child, which every node finds for its parent at once, from the tree in registers.
+    const bool node_walk = !small_tree && nodes <= kThreads;
+    if (node_walk && tid < nodes)
+      first[tid] = 0x7FFFFFFF;
+    __syncthreads();                              // every slot in shared memory
+    for (int i = tid; i < nodes; i += kThreads) { // four independent chains of loads and maxima
+      const uint64_t* row_slots = all + i * splits;
+      uint64_t m0 = row_slots[0], m1 = 0, m2 = 0, m3 = 0;
+      int sp = 1;
+      for (; sp + 3 < splits; sp += 4) {
+        m0 = max(m0, row_slots[sp]);
+        m1 = max(m1, row_slots[sp + 1]);
+        m2 = max(m2, row_slots[sp + 2]);
+        m3 = max(m3, row_slots[sp + 3]);
+      }
+      for (; sp < splits; ++sp)
+        m0 = max(m0, row_slots[sp]);
+      const int32_t t = packed_index(max(max(m0, m1), max(m2, m3)));
+      tgt[i] = t;
+      if (a.target_out)
+        a.target_out[off + i] = t;
+    }
+    if (node_walk) {
+      __syncthreads();                  // every node's target
+      SPECBENCH_PHASE_LAST(6, b);       // every node's target is known
+      SPECBENCH_PHASE_LAST_WARPS(7, b); // the last warp's slots were in
+      if (tid > 0 && tid < nodes) {
+        const int p = a.parents ? tree.parent : tid - 1;
+        if (p >= 0 && p < nodes && p != tid && tree.token == tgt[p])
+          atomicMin(&first[p], tid);
+      }
+      __syncthreads();            // every first matching child
+      SPECBENCH_PHASE_LAST(2, b); // the request is reduced and its first children found
+      if (tid < 32) {
+        warp_follow_first_children(tgt, first, nodes, a.accept_path, a.accepted, a.bonus, b);
+        if (tid == 0)
+          a.counters[b] = 0; // every block of the request has taken its ticket
+      }
+      SPECBENCH_PHASE_LAST(3, b); // the walk is written
+      return;
+    }
+  } else if (splits <= 32) { // up to 32 slots per row: two rows per L2 round trip
+#pragma unroll 1             // one pair of rows in flight per warp
     for (int rr = warp; rr < nodes; rr += 2 * kWarps) {
       const int ra = node_of(rr);
       const bool has_b = rr + kWarps < nodes;
@@ -368,8 +472,12 @@ Status launch_fused(const T* x, const int32_t* parents, const int32_t* tokens, i
   if (blocks > 0x7FFFFFFF)
     return Status(StatusCode::invalid_argument, "too many blocks for one launch",
                   "verify fewer requests per call", where);
-  // At most 2048 nodes: 32 KiB, under the default 48 KiB limit.
-  const std::size_t smem = 4 * sizeof(int32_t) * static_cast<std::size_t>(nodes);
+  // At most 2048 nodes: 32 KiB, under the default 48 KiB limit; the general tail's flat drain
+  // copies the request's slots there too (at most 768: 6 KiB more, with at most 768 nodes).
+  const std::size_t smem = 4 * sizeof(int32_t) * static_cast<std::size_t>(nodes) +
+                           (!lean_drain_fits(nodes, splits) && flat_drain_fits(nodes, splits)
+                                ? sizeof(uint64_t) * nodes * splits
+                                : 0);
   FusedArgs<T> a{x,
                  counters,
                  static_cast<int32_t>(vocab),

@@ -477,6 +477,8 @@ TEST(KernelsGpu, FusedGreedyMatchesTorchArgmaxAndWalk) {
   run_fused(k::LogitsDtype::bf16, 4, 16, 32000, TreeShape::chain, Special::none, rng, true);
   run_fused(k::LogitsDtype::bf16, 64, 16, 4096, TreeShape::bushy, Special::ties, rng, false);
   run_fused(k::LogitsDtype::fp32, 2, 257, 3000, TreeShape::ddtree, Special::none, rng, false);
+  // More slots than the flat drain holds at once (1,024 x 1): the reducing block drains by rows.
+  run_fused(k::LogitsDtype::bf16, 1, 1024, 32000, TreeShape::ddtree, Special::none, rng, false);
   // The largest vocabulary the issue names (262,144, as in Gemma's tokenizer), both tails.
   run_fused(k::LogitsDtype::bf16, 2, 16, 262144, TreeShape::bushy, Special::ties, rng, false);
   run_fused(k::LogitsDtype::bf16, 1, 40, 262144, TreeShape::ddtree, Special::none, rng, false);
