@@ -588,6 +588,10 @@ int main(int argc, char** argv) {
     reg(
         "tree_sampling_fp32" + sz + "/cold",
         [=](benchmark::State& s) { BM_tree_sampling(s, b, n, true); }, 20);
+    if (b == 1 && (n == 16 || n == 65)) // one buffer: the inputs and the code stay in L2
+      reg(
+          "tree_sampling_fp32" + sz + "/warm",
+          [=](benchmark::State& s) { BM_tree_sampling(s, b, n, false); }, 50);
     if (b * n <= 16) // where the rows kernel may run: the path kernel for comparison
       reg(
           "tree_sampling_fp32" + sz + "/cold/path",

@@ -644,7 +644,7 @@ TEST(KernelsGpu, TreeSamplingWalksLikeTheReferenceAndDrawsFromTheResidual) {
   std::mt19937 rng(14);
   int deep = 0;
   for (int64_t V : {int64_t{5}, int64_t{1001}, int64_t{4096}, int64_t{151936}})
-    for (int n : {1, 8, 31, 33, 300})
+    for (int n : {1, 8, 31, 33, 65, 96, 97, 300})
       for (bool dev_seed : {false, true}) {
         const int batch = V > 100000 ? 4 : 6;
         if (V * n * batch > 40'000'000)
