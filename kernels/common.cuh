@@ -383,6 +383,25 @@ struct EarlyTree {
   }
 };
 
+/// One thread's part of a greedy walk's end, once `first_s[i]` holds node i's first matching child
+/// (0x7FFFFFFF: none; shared memory): follows those links from the root and writes positions
+/// 0..len of `path_row`, the accepted count and the bonus of request `b`; returns len. A
+/// malformed parent array cannot make the loop run longer than n steps.
+__device__ __forceinline__ int follow_first_children(const int32_t* target_s,
+                                                     const int32_t* first_s, int n,
+                                                     int32_t* path_row, int32_t* accepted,
+                                                     int32_t* bonus, int b) {
+  int cur = 0, len = 0;
+  path_row[0] = 0;
+  while (len + 1 < n && first_s[cur] != 0x7FFFFFFF) {
+    cur = first_s[cur];
+    path_row[++len] = cur;
+  }
+  accepted[b] = len;
+  bonus[b] = target_s[cur];
+  return len;
+}
+
 /// The end of a greedy walk, by one warp, once `first_s[i]` holds node i's first matching child
 /// (0x7FFFFFFF: none; shared memory): lane 0 follows those links from the root, then the warp
 /// writes the path, the rest of the row (-1), the accepted count and the bonus of request `b`.
@@ -392,16 +411,8 @@ __device__ inline void warp_follow_first_children(const int32_t* target_s, const
   const int lane = threadIdx.x & 31;
   int32_t* path_row = accept_path + static_cast<int64_t>(b) * n;
   int len = 0;
-  if (lane == 0) {
-    int cur = 0;
-    path_row[0] = 0;
-    while (len + 1 < n && first_s[cur] != 0x7FFFFFFF) {
-      cur = first_s[cur];
-      path_row[++len] = cur;
-    }
-    accepted[b] = len;
-    bonus[b] = target_s[cur];
-  }
+  if (lane == 0)
+    len = follow_first_children(target_s, first_s, n, path_row, accepted, bonus, b);
   len = __shfl_sync(0xFFFFFFFFu, len, 0);
   for (int i = len + 1 + lane; i < n; i += 32)
     path_row[i] = -1;
@@ -425,18 +436,8 @@ __device__ inline void block_walk_tree(const int32_t* parents_s, const int32_t* 
   __syncthreads();
   __shared__ int path_len;
   int32_t* path_row = accept_path + static_cast<int64_t>(b) * n;
-  if (threadIdx.x == 0) {
-    int cur = 0, len = 0;
-    path_row[0] = 0;
-    // A malformed parent array cannot make this loop run longer than n steps.
-    while (len + 1 < n && first_s[cur] != 0x7FFFFFFF) {
-      cur = first_s[cur];
-      path_row[++len] = cur;
-    }
-    accepted[b] = len;
-    bonus[b] = target_s[cur];
-    path_len = len;
-  }
+  if (threadIdx.x == 0)
+    path_len = follow_first_children(target_s, first_s, n, path_row, accepted, bonus, b);
   __syncthreads();
   for (int i = path_len + 1 + threadIdx.x; i < n; i += blockDim.x)
     path_row[i] = -1;
