@@ -68,14 +68,13 @@ template <bool kRelaxed> __global__ void chase(const uint32_t* next, int steps, 
   out[2] = i; // keeps the chain
 }
 
-// Blocks 0 and `partner` play; every other block leaves. out: ns for `rounds` rounds, the two
-// SMs, and a failure flag (a poller gave up: the blocks were not co-resident).
-__global__ void ping_pong(uint32_t* a, uint32_t* b, int rounds, int partner, uint64_t* out) {
-  if (threadIdx.x != 0 || (blockIdx.x != 0 && static_cast<int>(blockIdx.x) != partner))
-    return;
-  const bool lead = blockIdx.x == 0;
-  const uint64_t limit = 2000000000ull; // ~1 s of spinning, then give up
-  const uint64_t c0 = clock64();
+// Thread 0 of a playing block: `rounds` hand-offs each way, block 0 leading (it stores i into A
+// and spins until B holds i; its partner waits for A, then stores into B). A poller gives up once
+// `limit` cycles have passed since `c0` (the blocks were not co-resident). Writes the lead's time
+// and SM (out[0], out[1]), the partner's SM (out[2]) and out[3] = 1 when a poller gave up; returns
+// whether one did.
+__device__ bool play(uint32_t* a, uint32_t* b, int rounds, bool lead, uint64_t c0, uint64_t limit,
+                     uint64_t* out) {
   bool failed = false;
   const uint64_t t0 = now_ns();
   for (uint32_t i = 1; i <= static_cast<uint32_t>(rounds) && !failed; ++i) {
@@ -104,6 +103,14 @@ __global__ void ping_pong(uint32_t* a, uint32_t* b, int rounds, int partner, uin
   }
   if (failed)
     out[3] = 1;
+  return failed;
+}
+
+// Blocks 0 and `partner` play; every other block leaves. out: as play's.
+__global__ void ping_pong(uint32_t* a, uint32_t* b, int rounds, int partner, uint64_t* out) {
+  if (threadIdx.x != 0 || (blockIdx.x != 0 && static_cast<int>(blockIdx.x) != partner))
+    return;
+  play(a, b, rounds, blockIdx.x == 0, clock64(), 2000000000ull, out); // ~1 s, then give up
 }
 
 // The same with every other block streaming `words` 16-byte vectors of `flood` per pass, pass
@@ -129,42 +136,12 @@ __global__ void ping_pong_loaded(uint32_t* a, uint32_t* b, int rounds, int partn
   if (threadIdx.x != 0)
     return;
   const bool lead = blockIdx.x == 0;
-  const uint64_t limit = 4000000000ull;
   const uint64_t c0 = clock64();
-  bool failed = false;
-  // Let the flood start.
-  while (clock64() - c0 < 20000) {
+  while (clock64() - c0 < 20000) { // let the flood start
   }
-  const uint64_t t0 = now_ns();
-  for (uint32_t i = 1; i <= static_cast<uint32_t>(rounds) && !failed; ++i) {
-    if (lead) {
-      st_relaxed(a, i);
-      while (ld_relaxed(b) != i)
-        if (clock64() - c0 > limit) {
-          failed = true;
-          break;
-        }
-    } else {
-      while (ld_relaxed(a) != i)
-        if (clock64() - c0 > limit) {
-          failed = true;
-          break;
-        }
-      st_relaxed(b, i);
-    }
-  }
-  const uint64_t t1 = now_ns();
-  if (lead) {
-    out[0] = t1 - t0;
-    out[1] = sm_id();
+  const bool failed = play(a, b, rounds, lead, c0, 4000000000ull, out);
+  if (lead || failed) // the flooding blocks stop once the lead is done or a poller gave up
     st_relaxed(stop, 1u);
-  } else {
-    out[2] = sm_id();
-  }
-  if (failed) {
-    out[3] = 1;
-    st_relaxed(stop, 1u);
-  }
 }
 
 double median(std::vector<double> v) {
