@@ -271,17 +271,6 @@ __host__ __device__ __forceinline__ bool lean_drain_fits(int nodes, int splits) 
   return nodes <= 32 && (splits * lean_node_span(nodes) + 63) / 64 <= kLeanDrainLoads;
 }
 
-/// Slot loads per thread of fused greedy's flat drain (the general tail): its 256 threads hold up
-/// to 768 slots of a request at once.
-constexpr int kFlatDrainLoads = 3;
-
-/// Whether fused greedy's general tail drains a request of `nodes` rows in `splits` slots each
-/// flat: every slot in flight at once, copied into shared memory (the launcher adds 8 bytes per
-/// slot), then a thread per row.
-__host__ __device__ __forceinline__ bool flat_drain_fits(int nodes, int splits) {
-  return static_cast<int64_t>(nodes) * splits <= 256 * kFlatDrainLoads;
-}
-
 /// A small request's drain (at most 32 rows, every slot one of kLeanDrainLoads loads per thread
 /// of two warps: splits * lean_node_span(nodes) <= 64 * kLeanDrainLoads) in warps 0 to 2 of the
 /// reducing block, with no full

@@ -27,6 +27,17 @@ namespace detail {
 namespace {
 
 constexpr int kThreads = 256;
+
+/// Slot loads per thread of the general tail's flat drain: its kThreads threads hold up to 768
+/// slots of a request at once.
+constexpr int kFlatDrainLoads = 3;
+
+/// Whether the general tail drains a request of `nodes` rows in `splits` slots each flat: every
+/// slot in flight at once, copied into shared memory (the launcher adds 8 bytes per slot), then a
+/// thread per row.
+__host__ __device__ __forceinline__ bool flat_drain_fits(int nodes, int splits) {
+  return static_cast<int64_t>(nodes) * splits <= kThreads * kFlatDrainLoads;
+}
 constexpr int kUnroll = 4;
 
 // The launch's arguments. The fields every block reads before its first load come first, so that
