@@ -561,7 +561,7 @@ int main(int argc, char** argv) {
         "walk_one_thread" + sz, [=](benchmark::State& s) { BM_walk(s, b, n, false); }, 50);
   }
   for (int b : {1, 64})
-    for (int budget : {16, 64, 256, 1024}) {
+    for (int budget : {16, 64, 128, 256, 1024}) {
       const int kk = std::min(budget, 64);
       const std::string sz = "/B" + std::to_string(b) + "/budget" + std::to_string(budget) +
                              "/depth16/k" + std::to_string(kk);

@@ -21,6 +21,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace specbench::kernels::detail {
@@ -450,10 +451,11 @@ int main() {
     rot.push_back(R);
   }
   {
-    // DDTree tree building, B = 1 and 64, budget 64, depth 16, k = 64, all outputs and masks (the
-    // benchmark's rows: log-softmax of normal(0, 2) logits); inputs stay in L2, as in the bench.
-    for (int batch : {1, 64}) {
-      const int depth = 16, kk = 64, budget = 64, n = budget + 1, W = (n + 31) / 32;
+    // DDTree tree building, B = 1 and 64 at budget 64, B = 1 at budgets 256 and 1024 (the
+    // multi-warp search), depth 16, k = 64, all outputs and masks (the benchmark's rows:
+    // log-softmax of normal(0, 2) logits); inputs stay in L2, as in the bench.
+    for (auto [batch, budget] : {std::pair{1, 64}, {64, 64}, {1, 256}, {1, 1024}}) {
+      const int depth = 16, kk = 64, n = budget + 1, W = (n + 31) / 32;
       std::vector<float> logp(batch * depth * kk);
       std::vector<int32_t> ids(logp.size());
       std::mt19937 g(5);
@@ -487,8 +489,9 @@ int main() {
                          static_cast<uint8_t*>(dev(bn * n)),
                          static_cast<uint32_t*>(dev(bn * W * 4))};
       cases.push_back(
-          {"ddtree B " + std::to_string(batch) + " budget 64 depth 16 k 64, masks", 0, false,
-           [=](int, cudaStream_t s) {
+          {"ddtree B " + std::to_string(batch) + " budget " + std::to_string(budget) +
+               " depth 16 k 64, masks",
+           0, false, [=](int, cudaStream_t s) {
              return k::build_ddtree(dl, di, dr, nullptr, batch, depth, kk, budget, o, s).is_ok();
            }});
       rot.push_back(20);
