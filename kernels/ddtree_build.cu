@@ -1,5 +1,6 @@
-// DDTree tree building on the GPU. One block per request; warp 0 runs the reference's best-first
-// search exactly, the whole block then writes the outputs and the ancestor masks.
+// DDTree tree building on the GPU. One block per request; warp 0 (up to budget 128; a warp per
+// 32 list entries above) runs the reference's best-first search exactly, the whole block then
+// writes the outputs and the ancestor masks.
 //
 // The search keeps the frontier (candidates not yet in the tree) as one list sorted under the
 // reference order (score descending, then depth ascending, then rank path ascending), spread over
@@ -23,6 +24,12 @@
 // Why the list can be short: after t pops the frontier holds at most t + 1 candidates and only
 // budget - t more pops follow, so only the best min(t + 1, budget - t) <= (budget + 1) / 2 can
 // ever become nodes; the list keeps 32 * RPL >= that many and lets the rest fall off its end.
+//
+// Budgets above 128 spread the list over several warps, one entry per lane (warp w holds entries
+// 32w to 32w + 31): every warp computes the step's candidates itself, updates its own entries
+// and publishes its first and last entries (and warp 0 entry 1, the next second entry) in shared
+// memory, double-buffered by the step's parity, then one named barrier ends the step. A warp
+// whose entries are past the frontier or can no longer be popped skips its update.
 // Candidates that could never be popped (score -inf, or rank + depth > budget: such a node needs
 // rank + depth - 1 nodes before it) are empty entries. Each parent has at most one candidate in
 // the frontier (its children are generated one rank at a time), which is why a rank-path
@@ -37,8 +44,18 @@ namespace specbench::kernels {
 namespace detail {
 namespace {
 
-constexpr int kThreads = 256;
+constexpr int kThreads = 256; // at least; a search of more than 8 warps takes one thread per lane
 constexpr float kEmpty = -INFINITY;
+
+// The block of a search by `warps` warps: 256 threads, or one per search lane when more.
+constexpr int block_threads(int warps) {
+  return 32 * warps > kThreads ? 32 * warps : kThreads;
+}
+
+// Entries exchanged between the warps of a multi-warp search at each step: a warp's first and
+// last entries (its neighbours' lane 31 and lane 0 read them) and entry 1 (the next second entry),
+// double-buffered by the step's parity so that one barrier per step is enough.
+constexpr int kMaxSearchWarps = 16;
 
 // A candidate's other fields in 32 bits, depth in the top bits (one shift on the step's critical
 // path). Small budgets (< 128, node indices < 128): depth, generator (its parent for rank 0, its
@@ -107,8 +124,15 @@ struct BuildArgs {
   DdtreeOutputs out;
 };
 
+template <int THREADS>
 __device__ __forceinline__ void write_masks(uint32_t* rows, const int32_t* t_parent, int n, int W,
                                             int count, const DdtreeOutputs& o, int64_t ob);
+
+/// Waits for the `warps` search warps of the block (named barrier 1; the other warps of the block
+/// are already at the barrier after the search).
+template <int WARPS> __device__ __forceinline__ void search_barrier() {
+  asm volatile("bar.sync 1, %0;" ::"n"(32 * WARPS) : "memory");
+}
 
 // Declared for one resident block per SM: a block's search is one warp's chain of dependent steps,
 // so more blocks per SM only matter for batches larger than the GPU holds at once (budget 64: 80
@@ -116,8 +140,14 @@ __device__ __forceinline__ void write_masks(uint32_t* rows, const int32_t* t_par
 // free for more blocks and spilled the larger lists (RPL 4: 16 bytes, RPL 16: 48 bytes); with it
 // none spills, and budget 16 / 64 / 1024 took 4.37 / 9.25 / 1,337 us against 4.51 / 9.36 / 1,399,
 // budget 256 88.1-88.5 against 87.3 (B = 1, 2026-12-04 16:54 UTC).
-template <int RPL, bool CACHED, bool SMALL>
-__global__ void __launch_bounds__(kThreads, 1) ddtree_kernel(BuildArgs a) {
+//
+// Budgets above 64 spread the list over WARPS warps, one entry per lane (RPL = 1): a step is the
+// same few instructions in every warp at once, then one barrier, instead of RPL registers' worth
+// in one warp (2026-12-04: about 1.4 us per pop at budget 1024 with RPL 16 in one warp).
+template <int RPL, int WARPS, bool CACHED, bool SMALL>
+__global__ void __launch_bounds__(block_threads(WARPS), 1) ddtree_kernel(BuildArgs a) {
+  static_assert(WARPS == 1 || RPL == 1, "a multi-warp search holds one entry per lane");
+  constexpr int kBlock = block_threads(WARPS);
   using M = Meta<SMALL>;
   SPECBENCH_PHASE_START();
   extern __shared__ __align__(16) unsigned char smem[];
@@ -143,19 +173,19 @@ __global__ void __launch_bounds__(kThreads, 1) ddtree_kernel(BuildArgs a) {
     // Entries no node can use are -inf. Eight loads of each table in flight per thread before any
     // is stored: one round trip for up to 2,048 entries (budget 64 with 16 depths needs 1,105).
     const int total = (a.lay.dc + 1) * kc;
-    for (int e0 = 0; e0 < total; e0 += 8 * kThreads) {
+    for (int e0 = 0; e0 < total; e0 += 8 * kBlock) {
       float lv[8];
       int32_t iv[8];
 #pragma unroll
       for (int u = 0; u < 8; ++u) {
-        const int e = e0 + u * kThreads + tid, d = e / kc, r = e - d * kc;
+        const int e = e0 + u * kBlock + tid, d = e / kc, r = e - d * kc;
         const bool ok = e < total && d < a.lay.dc && r < kc - 1 && d + 1 + r <= budget;
         lv[u] = ok ? __ldg(glp + static_cast<int64_t>(d) * k + r) : -INFINITY;
         iv[u] = ok ? __ldg(gid + static_cast<int64_t>(d) * k + r) : -1;
       }
 #pragma unroll
       for (int u = 0; u < 8; ++u) {
-        const int e = e0 + u * kThreads + tid;
+        const int e = e0 + u * kBlock + tid;
         if (e < total) {
           lpc[e] = lv[u];
           idc[e] = iv[u];
@@ -163,16 +193,20 @@ __global__ void __launch_bounds__(kThreads, 1) ddtree_kernel(BuildArgs a) {
       }
     }
   }
-  for (int i = tid; i < n; i += kThreads) {
+  for (int i = tid; i < n; i += kBlock) {
     t_first[i] = -1;
     t_next[i] = -1;
   }
   __shared__ int s_count;
+  // A multi-warp search's exchange (kMaxSearchWarps): [parity][warp] (score bits, meta).
+  __shared__ uint2 s_first[WARPS > 1 ? 2 : 1][WARPS], s_last[WARPS > 1 ? 2 : 1][WARPS];
+  __shared__ uint2 s_second[2];
+  static_assert(WARPS <= kMaxSearchWarps, "the list holds at most 512 entries");
   __syncthreads();
   SPECBENCH_PHASE(2, 0); // tables cached
 
-  if (tid < 32) {
-    const int lane = tid;
+  if (tid < 32 * WARPS) {
+    const int lane = tid & 31, warp = WARPS > 1 ? tid >> 5 : 0;
     // log-prob of rank r at depth d (1-based); callers pass readable entries.
     auto lp = [&](int d, int r) -> float {
       if (CACHED)
@@ -227,13 +261,31 @@ __global__ void __launch_bounds__(kThreads, 1) ddtree_kernel(BuildArgs a) {
       hk = lp(1, 0);
       hm = M::pack(0, 0, 1, 0);
     }
-    if (lane == 0) {
+    if (tid == 0) {
       key[0] = hk;
       meta[0] = hm;
+    }
+    const uint2 empty = make_uint2(__float_as_uint(kEmpty), 0u);
+    int p = 0; // the step's parity (multi-warp exchange)
+    if constexpr (WARPS > 1) {
+      if (lane == 0)
+        for (int q = 0; q < 2; ++q) {
+          s_first[q][warp] = warp == 0 ? make_uint2(__float_as_uint(hk), hm) : empty;
+          s_last[q][warp] = empty;
+        }
+      if (tid == 0)
+        s_second[0] = s_second[1] = empty;
+      search_barrier<WARPS>();
     }
     int count = 1;
     while (hk > kEmpty && count <= budget) {
       const int node = count++;
+      // A warp updates its entries while they can matter: inside the frontier (at most count + 1
+      // entries, the rest empty) and at most budget - node + 1 from the head (only budget - node
+      // more pops follow, and a list entry moves up at most one place per pop; the margin keeps
+      // the entries this one reads exact). Entries of skipped warps are never popped.
+      const bool active =
+          WARPS == 1 || warp == 0 || (32 * warp <= count + 1 && 32 * warp <= budget - node + 1);
       const int gen = M::gen(hm), d = M::depth(hm), r = M::rank(hm), par = M::parent(hm);
       // The candidates this pop generates, with the reference's float operations in its order:
       // (score - lp(d, r)) + lp(d, r + 1) for the next sibling A, score + lp(d + 1, 0) for the
@@ -258,7 +310,8 @@ __global__ void __launch_bounds__(kThreads, 1) ddtree_kernel(BuildArgs a) {
         l_r1 = lp(d, r1);
         l_c = lp(dch, 0);
       }
-      // The list's neighbours of every entry (g - 1 and g + 1), from before the step.
+      // The list's neighbours of every entry (g - 1 and g + 1), from before the step. A
+      // multi-warp search takes lane 0's and lane 31's from the neighbouring warps' exchange.
       float up[RPL], dn[RPL];
       uint32_t upm[RPL], dnm[RPL];
 #pragma unroll
@@ -289,6 +342,18 @@ __global__ void __launch_bounds__(kThreads, 1) ddtree_kernel(BuildArgs a) {
           dnm[j] = nm;
         }
       }
+      if constexpr (WARPS > 1) {
+        const uint2 u = warp > 0 ? s_last[p][warp - 1] : empty;
+        const uint2 v = warp + 1 < WARPS ? s_first[p][warp + 1] : empty;
+        if (lane == 0) {
+          up[0] = __uint_as_float(u.x);
+          upm[0] = u.y;
+        }
+        if (lane == 31) {
+          dn[0] = __uint_as_float(v.x);
+          dnm[0] = v.y;
+        }
+      }
       const float cs = hk;
       const float sA = __fadd_rn(__fsub_rn(cs, l_r), l_r1);
       const float sC = __fadd_rn(cs, l_c);
@@ -301,13 +366,34 @@ __global__ void __launch_bounds__(kThreads, 1) ddtree_kernel(BuildArgs a) {
       const bool c_first = kC > kA;
       const float kX = c_first ? kC : kA, kY = c_first ? kA : kC;
       const uint32_t mX = c_first ? mC : mA, mY = c_first ? mA : mC;
-      // Equal scores between X or Y and a list entry need the full order (rare).
+      // Does list entry (k_, m_) come before X (of_x) or Y? The full order on equal scores.
+      auto ahead = [&](float k_, uint32_t m_, bool of_x) {
+        const float kk = of_x ? kX : kY;
+        if (!(k_ > kEmpty) || !(kk > kEmpty) || k_ != kk)
+          return k_ > kk;
+        const int pA = SMALL ? par : r == 0 ? gen : parent_of(gen);
+        return (of_x == c_first) ? before(k_, m_, kC, d + 1, node, 0)
+                                 : before(k_, m_, kA, d, pA, r + 1);
+      };
+      // Equal scores between X or Y and a list entry need the full order (rare). A multi-warp
+      // search votes per warp, so each warp also checks the neighbours it reads from the others.
       bool tie = false; // bitwise operators: no short-circuit branches
 #pragma unroll
       for (int j = 0; j < RPL; ++j)
-        tie |= (j > 0 || lane > 0) &
+        tie |= ((WARPS > 1 && warp > 0) | (j > 0) | (lane > 0)) &
                (((kX > kEmpty) & (key[j] == kX)) | ((kY > kEmpty) & (key[j] == kY)));
-      const bool slow = __any_sync(0xFFFFFFFFu, tie);
+      if constexpr (WARPS > 1)
+        tie |= ((lane == 0) & (kY > kEmpty) & (up[0] == kY)) |
+               ((lane == 31) & (kX > kEmpty) & (dn[0] == kX));
+      const bool slow = __any_sync(0xFFFFFFFFu, tie & active);
+      // The next head: the old second entry or X. Every warp of a multi-warp search decides it
+      // alike, whatever its own vote.
+      bool keep_second = sk > kX;
+      if constexpr (WARPS > 1)
+        if ((kX > kEmpty) & (sk == kX)) {
+          __syncwarp(); // this step's node record is visible
+          keep_second = ahead(sk, sm, true);
+        }
       // The list update. With bX(i) = "old entry i comes before X" (i >= 1; entry 0 is popped and
       // counts as before everything), X lands at pos_x = #{i >= 1: bX(i)} and Y at
       // #{i >= 1: bY(i)} + 1; new entry g is X, Y, or old entry g + 1 - (entries inserted
@@ -315,30 +401,22 @@ __global__ void __launch_bounds__(kThreads, 1) ddtree_kernel(BuildArgs a) {
       // bx_g = bX(g), bx_n = bX(g + 1), by_p = bY(g - 1), by_g = bY(g). Empty entries come
       // before nothing. Without equal scores the scores decide (straight-line code); the rare
       // slow path redoes the tests in the full order.
-      bool keep_second = sk > kX; // the next head: the old second entry or X
       bool bx_g[RPL], bx_n[RPL], by_p[RPL], by_g[RPL];
 #pragma unroll
       for (int j = 0; j < RPL; ++j) {
-        const int g = 32 * j + lane;
+        const int g = 32 * (j + warp * RPL) + lane;
         bx_g[j] = (g == 0) | (key[j] > kX);
         bx_n[j] = dn[j] > kX;
         by_p[j] = (g <= 1) | (up[j] > kY);
         by_g[j] = (g == 0) | (key[j] > kY);
       }
       if (slow) {
-        __syncwarp(); // lane 0's node fields are visible
-        const int pA = SMALL ? par : r == 0 ? gen : parent_of(gen);
-        auto ahead = [&](float k_, uint32_t m_, bool of_x) {
-          const float kk = of_x ? kX : kY;
-          if (!(k_ > kEmpty) || !(kk > kEmpty) || k_ != kk)
-            return k_ > kk;
-          return (of_x == c_first) ? before(k_, m_, kC, d + 1, node, 0)
-                                   : before(k_, m_, kA, d, pA, r + 1);
-        };
-        keep_second = ahead(sk, sm, true);
+        __syncwarp(); // this step's node record is visible
+        if constexpr (WARPS == 1)
+          keep_second = ahead(sk, sm, true);
 #pragma unroll
         for (int j = 0; j < RPL; ++j) {
-          const int g = 32 * j + lane;
+          const int g = 32 * (j + warp * RPL) + lane;
           bx_g[j] = g == 0 || ahead(key[j], meta[j], true);
           bx_n[j] = ahead(dn[j], dnm[j], true);
           by_p[j] = g <= 1 || ahead(up[j], upm[j], false);
@@ -349,9 +427,9 @@ __global__ void __launch_bounds__(kThreads, 1) ddtree_kernel(BuildArgs a) {
       const uint32_t nhm = keep_second ? sm : mX;
 #pragma unroll
       for (int j = 0; j < RPL; ++j) {
-        if (j > 0 && 32 * j > count + 1)
-          continue; // beyond the frontier: stays empty
-        const int g = 32 * j + lane;
+        if (!active || (j > 0 && 32 * j > count + 1))
+          continue; // beyond the frontier, or never popped: stays as it is
+        const int g = 32 * (j + warp * RPL) + lane;
         const bool is_x = bx_g[j] && !bx_n[j], is_y = g >= 1 && by_p[j] && !by_g[j];
         // Old entry g + 1, g or g - 1 for 0, 1 or 2 insertions before g (!bx_g, !by_p).
         const float fk = bx_g[j] ? (by_p[j] ? dn[j] : key[j]) : (by_p[j] ? key[j] : up[j]);
@@ -359,12 +437,28 @@ __global__ void __launch_bounds__(kThreads, 1) ddtree_kernel(BuildArgs a) {
         key[j] = is_x ? kX : is_y ? kY : fk;
         meta[j] = is_x ? mX : is_y ? mY : fm;
       }
-      sk = __shfl_sync(0xFFFFFFFFu, key[0], 1);
-      sm = __shfl_sync(0xFFFFFFFFu, meta[0], 1);
+      if constexpr (WARPS == 1) {
+        sk = __shfl_sync(0xFFFFFFFFu, key[0], 1);
+        sm = __shfl_sync(0xFFFFFFFFu, meta[0], 1);
+      } else { // publish this warp's ends and entry 1, then read the next step's
+        const int q = p ^ 1;
+        const uint2 mine = make_uint2(__float_as_uint(key[0]), meta[0]);
+        if (active && lane == 0)
+          s_first[q][warp] = mine;
+        if (active && lane == 31)
+          s_last[q][warp] = mine;
+        if (tid == 1)
+          s_second[q] = mine;
+        search_barrier<WARPS>();
+        const uint2 e1 = s_second[q];
+        sk = __uint_as_float(e1.x);
+        sm = e1.y;
+        p = q;
+      }
       hk = nhk;
       hm = nhm;
     }
-    if (lane == 0)
+    if (tid == 0)
       s_count = count;
   }
   __syncthreads();
@@ -373,7 +467,7 @@ __global__ void __launch_bounds__(kThreads, 1) ddtree_kernel(BuildArgs a) {
   // Children lists in index order (link_children): children are popped in rank order, so a
   // rank-0 node is its parent's first child and a rank-r node its rank r-1 sibling's next. Small
   // budgets carry each node's parent in its record.
-  for (int i = 1 + tid; i < count; i += kThreads) {
+  for (int i = 1 + tid; i < count; i += kBlock) {
     const uint32_t m = t_node[i].x;
     (M::rank(m) == 0 ? t_first : t_next)[M::gen(m)] = i;
     if (SMALL)
@@ -384,7 +478,7 @@ __global__ void __launch_bounds__(kThreads, 1) ddtree_kernel(BuildArgs a) {
   __syncthreads();
   if (!SMALL) {
     // Parents: every node hands itself to its children by walking their sibling list.
-    for (int p = tid; p < count; p += kThreads)
+    for (int p = tid; p < count; p += kBlock)
       for (int c = t_first[p]; c >= 0; c = t_next[c])
         t_parent[c] = p;
     __syncthreads();
@@ -394,7 +488,7 @@ __global__ void __launch_bounds__(kThreads, 1) ddtree_kernel(BuildArgs a) {
   const DdtreeOutputs& o = a.out;
   if (tid == 0 && o.node_count)
     o.node_count[b] = count;
-  for (int i = tid; i < n; i += kThreads) {
+  for (int i = tid; i < n; i += kBlock) {
     const bool real = i < count;
     const uint2 rec = real ? t_node[i] : make_uint2(0u, 0u);
     const uint32_t m = rec.x;
@@ -425,19 +519,20 @@ __global__ void __launch_bounds__(kThreads, 1) ddtree_kernel(BuildArgs a) {
   if (o.mask == nullptr && o.mask_packed == nullptr)
     return;
   if (a.lay.rows_in_smem)
-    write_masks(rows, t_parent, n, W, count, o, ob);
+    write_masks<kBlock>(rows, t_parent, n, W, count, o, ob);
   else
-    write_masks(o.mask_packed + ob * W, t_parent, n, W, count, o, ob);
+    write_masks<kBlock>(o.mask_packed + ob * W, t_parent, n, W, count, o, ob);
   SPECBENCH_PHASE(6, 0); // masks written
 }
 
 // Row i of the ancestor mask: bit j set when j is i or one of its ancestors (padding rows see only
 // themselves). `rows` is shared memory or, when the rows do not fit there, mask_packed itself;
 // the two calls are separate so that the compiler knows each pointer's address space.
+template <int THREADS>
 __device__ __forceinline__ void write_masks(uint32_t* rows, const int32_t* t_parent, int n, int W,
                                             int count, const DdtreeOutputs& o, int64_t ob) {
   const int tid = threadIdx.x;
-  for (int i = tid; i < n; i += kThreads) {
+  for (int i = tid; i < n; i += THREADS) {
     uint32_t* row = rows + static_cast<int64_t>(i) * W;
     if (W <= 4) { // the usual case (budget < 128): gather the row in registers
       uint32_t acc[4] = {0u, 0u, 0u, 0u};
@@ -466,24 +561,24 @@ __device__ __forceinline__ void write_masks(uint32_t* rows, const int32_t* t_par
   }
   __syncthreads();
   if (o.mask_packed && rows != o.mask_packed + ob * W)
-    for (int e = tid; e < n * W; e += kThreads)
+    for (int e = tid; e < n * W; e += THREADS)
       o.mask_packed[ob * W + e] = rows[e];
   if (o.mask) {
     // A warp per row: lane j writes column j, j + 32, ... (coalesced, no division).
     const int warp = tid >> 5, lane = tid & 31;
     if (W <= 4) { // four rows per pass, their words loaded before any byte is stored
-      for (int i0 = warp; i0 < n; i0 += 4 * (kThreads / 32)) {
+      for (int i0 = warp; i0 < n; i0 += 4 * (THREADS / 32)) {
         uint32_t wv[4][4];
 #pragma unroll
         for (int u = 0; u < 4; ++u)
 #pragma unroll
           for (int c = 0; c < 4; ++c) {
-            const int i = i0 + u * (kThreads / 32);
+            const int i = i0 + u * (THREADS / 32);
             wv[u][c] = i < n && c < W ? rows[static_cast<int64_t>(i) * W + c] : 0u;
           }
 #pragma unroll
         for (int u = 0; u < 4; ++u) {
-          const int i = i0 + u * (kThreads / 32);
+          const int i = i0 + u * (THREADS / 32);
           if (i < n)
 #pragma unroll
             for (int c = 0; c < 4; ++c)
@@ -493,7 +588,7 @@ __device__ __forceinline__ void write_masks(uint32_t* rows, const int32_t* t_par
         }
       }
     } else {
-      for (int i = warp; i < n; i += kThreads / 32) {
+      for (int i = warp; i < n; i += THREADS / 32) {
         uint8_t* m = o.mask + (ob + i) * n;
         const uint32_t* row = rows + static_cast<int64_t>(i) * W;
         for (int c = 0; c < W; ++c) {
@@ -506,17 +601,25 @@ __device__ __forceinline__ void write_masks(uint32_t* rows, const int32_t* t_par
   }
 }
 
-using KernelFn = void (*)(BuildArgs);
+struct Kernel {
+  void (*fn)(BuildArgs);
+  int threads;
+};
+template <int RPL, int WARPS, bool CACHED, bool SMALL> Kernel kernel_of() {
+  return {ddtree_kernel<RPL, WARPS, CACHED, SMALL>, block_threads(WARPS)};
+}
 
-template <bool CACHED> KernelFn pick_kernel(int budget) {
-  // The list holds 32 * RPL >= (budget + 1) / 2 entries (see the top of this file); budgets below
-  // 128 carry parents in the candidates' 8-bit fields.
-  return budget <= 64    ? ddtree_kernel<1, CACHED, true>
-         : budget < 128  ? ddtree_kernel<2, CACHED, true>
-         : budget <= 128 ? ddtree_kernel<2, CACHED, false>
-         : budget <= 256 ? ddtree_kernel<4, CACHED, false>
-         : budget <= 512 ? ddtree_kernel<8, CACHED, false>
-                         : ddtree_kernel<16, CACHED, false>;
+template <bool CACHED> Kernel pick_kernel(int budget) {
+  // The list holds 32 * RPL * WARPS >= (budget + 1) / 2 entries (see the top of this file):
+  // one warp up to budget 128, then a warp per 32 entries (two warps at budget 128 took 32.8 us
+  // against 26.4 for one warp of two registers, 2026-12-04). Budgets below 128 carry parents in
+  // the candidates' 8-bit fields.
+  return budget <= 64    ? kernel_of<1, 1, CACHED, true>()
+         : budget < 128  ? kernel_of<2, 1, CACHED, true>()
+         : budget <= 128 ? kernel_of<2, 1, CACHED, false>()
+         : budget <= 256 ? kernel_of<1, 4, CACHED, false>()
+         : budget <= 512 ? kernel_of<1, 8, CACHED, false>()
+                         : kernel_of<1, 16, CACHED, false>();
 }
 
 } // namespace
@@ -548,20 +651,20 @@ Status build_ddtree(const float* top_logp, const int32_t* top_ids, const int32_t
                       " does not fit in shared memory on this GPU",
                   "also pass out.mask_packed (the kernel builds the rows there)", where);
   detail::BuildArgs a{top_logp, top_ids, root_tokens, seq_lens, depth, k, budget, lay, out};
-  const detail::KernelFn kernel =
+  const detail::Kernel kernel =
       lay.cache_tables ? detail::pick_kernel<true>(budget) : detail::pick_kernel<false>(budget);
   if (lay.total > 48 * 1024) {
     cudaFuncAttributes attr{};
-    cudaError_t e = cudaFuncGetAttributes(&attr, kernel);
+    cudaError_t e = cudaFuncGetAttributes(&attr, kernel.fn);
     if (e == cudaSuccess)
-      e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+      e = cudaFuncSetAttribute(kernel.fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                limit - static_cast<int>(attr.sharedSizeBytes));
     if (e != cudaSuccess) {
       (void)cudaGetLastError();
       return detail::cuda_status(e, where, "cudaFuncSetAttribute");
     }
   }
-  kernel<<<batch, detail::kThreads, lay.total, stream>>>(a);
+  kernel.fn<<<batch, kernel.threads, lay.total, stream>>>(a);
   return detail::launch_status(where);
 }
 

@@ -1063,8 +1063,8 @@ TEST(KernelsGpu, DdtreeBuildMatchesReferenceBitForBit) {
     run_ddtree(rng, 3, 16, 1024, budget, true, true, false);
   }
   run_ddtree(rng, 64, 16, 8, 64, true, false, false);
-  // Budgets up to 64 try the parallel selection first: wide rows as a drafter gives them (k = 64),
-  // with and without ties and -inf tails, many requests per call.
+  // Wide rows as a drafter gives them (k = 64), with and without ties and -inf tails, many
+  // requests per call.
   for (int budget : {8, 16, 32, 64}) {
     run_ddtree(rng, 16, 16, 64, budget, false, false, false);
     run_ddtree(rng, 16, 16, 64, budget, true, true, false);
