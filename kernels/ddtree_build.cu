@@ -23,17 +23,17 @@
 //
 // Why the list can be short: after t pops the frontier holds at most t + 1 candidates and only
 // budget - t more pops follow, so only the best min(t + 1, budget - t) <= (budget + 1) / 2 can
-// ever become nodes; the list keeps 32 * RPL >= that many and lets the rest fall off its end.
+// ever become nodes; the list keeps 32 * RPL * WARPS >= that many and lets the rest fall off its
+// end. Candidates that could never be popped (score -inf, or rank + depth > budget: such a node
+// needs rank + depth - 1 nodes before it) are empty entries. Each parent has at most one
+// candidate in the frontier (its children are generated one rank at a time), which is why a
+// rank-path comparison always meets two different parents.
 //
 // Budgets above 128 spread the list over several warps, one entry per lane (warp w holds entries
 // 32w to 32w + 31): every warp computes the step's candidates itself, updates its own entries
 // and publishes its first and last entries (and warp 0 entry 1, the next second entry) in shared
 // memory, double-buffered by the step's parity, then one named barrier ends the step. A warp
 // whose entries are past the frontier or can no longer be popped skips its update.
-// Candidates that could never be popped (score -inf, or rank + depth > budget: such a node needs
-// rank + depth - 1 nodes before it) are empty entries. Each parent has at most one candidate in
-// the frontier (its children are generated one rank at a time), which is why a rank-path
-// comparison always meets two different parents.
 //
 // Scores use the reference's float operations in its order, so the tree, its node numbering and
 // its scores are bit-identical to build_ddtree_reference.
@@ -52,9 +52,7 @@ constexpr int block_threads(int warps) {
   return 32 * warps > kThreads ? 32 * warps : kThreads;
 }
 
-// Entries exchanged between the warps of a multi-warp search at each step: a warp's first and
-// last entries (its neighbours' lane 31 and lane 0 read them) and entry 1 (the next second entry),
-// double-buffered by the step's parity so that one barrier per step is enough.
+// The most warps a search takes: 512 list entries, enough for budget 1024 (kMaxDdtreeBudget).
 constexpr int kMaxSearchWarps = 16;
 
 // A candidate's other fields in 32 bits, depth in the top bits (one shift on the step's critical
@@ -141,9 +139,10 @@ template <int WARPS> __device__ __forceinline__ void search_barrier() {
 // none spills, and budget 16 / 64 / 1024 took 4.37 / 9.25 / 1,337 us against 4.51 / 9.36 / 1,399,
 // budget 256 88.1-88.5 against 87.3 (B = 1, 2026-12-04 16:54 UTC).
 //
-// Budgets above 64 spread the list over WARPS warps, one entry per lane (RPL = 1): a step is the
+// Budgets above 128 spread the list over WARPS warps, one entry per lane (RPL = 1): a step is the
 // same few instructions in every warp at once, then one barrier, instead of RPL registers' worth
-// in one warp (2026-12-04: about 1.4 us per pop at budget 1024 with RPL 16 in one warp).
+// in one warp (2026-12-04: about 1.4 us per pop at budget 1024 with RPL 16 in one warp, 0.5 us
+// over 16 warps).
 template <int RPL, int WARPS, bool CACHED, bool SMALL>
 __global__ void __launch_bounds__(block_threads(WARPS), 1) ddtree_kernel(BuildArgs a) {
   static_assert(WARPS == 1 || RPL == 1, "a multi-warp search holds one entry per lane");
@@ -198,7 +197,9 @@ __global__ void __launch_bounds__(block_threads(WARPS), 1) ddtree_kernel(BuildAr
     t_next[i] = -1;
   }
   __shared__ int s_count;
-  // A multi-warp search's exchange (kMaxSearchWarps): [parity][warp] (score bits, meta).
+  // A multi-warp search's exchange, [step parity][warp] (score bits, meta): each warp's first
+  // and last entries (its neighbours' lane 31 and lane 0 read them) and entry 1, the next second
+  // entry; double-buffered so that one barrier per step is enough.
   __shared__ uint2 s_first[WARPS > 1 ? 2 : 1][WARPS], s_last[WARPS > 1 ? 2 : 1][WARPS];
   __shared__ uint2 s_second[2];
   static_assert(WARPS <= kMaxSearchWarps, "the list holds at most 512 entries");
