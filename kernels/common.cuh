@@ -174,6 +174,28 @@ __device__ __forceinline__ uint64_t load_slot(uint64_t* slot) {
       cuda::memory_order_relaxed);
 }
 
+/// Loads the N slots `at(k)` that `in(k)` selects all at once (the others read as 1, present),
+/// then polls the ones still zero again, together, until every slot is written: every load of a
+/// round is in flight before any is tested.
+template <int N, class At, class In>
+__device__ __forceinline__ void poll_slots(uint64_t (&v)[N], const At& at, const In& in) {
+#pragma unroll
+  for (int k = 0; k < N; ++k)
+    v[k] = in(k) ? load_slot(at(k)) : 1ull;
+  for (;;) { // blocks not done yet: poll them again together
+    bool missing = false;
+#pragma unroll
+    for (int k = 0; k < N; ++k)
+      missing |= v[k] == 0;
+    if (!missing)
+      break;
+#pragma unroll
+    for (int k = 0; k < N; ++k)
+      if (v[k] == 0)
+        v[k] = load_slot(at(k));
+  }
+}
+
 /// Does nothing: the default for the drains' `in_flight` step.
 struct NoStep {
   __device__ void operator()() const {}
@@ -304,21 +326,8 @@ __device__ __forceinline__ uint64_t lean_drain(uint64_t* slots, int nodes, FastD
       return r < nodes && sp < splits && sp != own_split;
     };
     uint64_t v[kLeanDrainLoads];
-#pragma unroll
-    for (int k = 0; k < kLeanDrainLoads; ++k)
-      v[k] = in(k) ? load_slot(row_slots + first_split + k * groups) : 1ull;
-    for (;;) { // blocks not done yet: poll them again together
-      bool missing = false;
-#pragma unroll
-      for (int k = 0; k < kLeanDrainLoads; ++k)
-        missing |= v[k] == 0;
-      if (!missing)
-        break;
-#pragma unroll
-      for (int k = 0; k < kLeanDrainLoads; ++k)
-        if (v[k] == 0)
-          v[k] = load_slot(row_slots + first_split + k * groups);
-    }
+    poll_slots(
+        v, [&](int k) { return row_slots + first_split + k * groups; }, in);
     uint64_t m = 0;
 #pragma unroll
     for (int k = 0; k < kLeanDrainLoads; ++k)

@@ -218,21 +218,8 @@ __global__ void __launch_bounds__(kThreads, kTicketFirst ? 0 : 5)
         return r < nodes && sp < splits && !(r == own_row && sp == split);
       };
       uint64_t v[kLeanDrainLoads];
-#pragma unroll
-      for (int k = 0; k < kLeanDrainLoads; ++k)
-        v[k] = in(k) ? load_slot(slots + first_split + k * groups) : 1ull;
-      for (;;) { // blocks not done yet: poll them again together
-        bool missing = false;
-#pragma unroll
-        for (int k = 0; k < kLeanDrainLoads; ++k)
-          missing |= v[k] == 0;
-        if (!missing)
-          break;
-#pragma unroll
-        for (int k = 0; k < kLeanDrainLoads; ++k)
-          if (v[k] == 0)
-            v[k] = load_slot(slots + first_split + k * groups);
-      }
+      poll_slots(
+          v, [&](int k) { return slots + first_split + k * groups; }, in);
       uint64_t m = 0;
 #pragma unroll
       for (int k = 0; k < kLeanDrainLoads; ++k)
@@ -311,21 +298,8 @@ __global__ void __launch_bounds__(kThreads, kTicketFirst ? 0 : 5)
       return j < total && j != own_j;
     };
     uint64_t v[kFlatDrainLoads];
-#pragma unroll
-    for (int k = 0; k < kFlatDrainLoads; ++k)
-      v[k] = in(k) ? load_slot(slots + tid + k * kThreads) : 1ull;
-    for (;;) { // blocks not done yet: poll them again together
-      bool missing = false;
-#pragma unroll
-      for (int k = 0; k < kFlatDrainLoads; ++k)
-        missing |= v[k] == 0;
-      if (!missing)
-        break;
-#pragma unroll
-      for (int k = 0; k < kFlatDrainLoads; ++k)
-        if (v[k] == 0)
-          v[k] = load_slot(slots + tid + k * kThreads);
-    }
+    poll_slots(
+        v, [&](int k) { return slots + tid + k * kThreads; }, in);
     SPECBENCH_PHASE_WARP_DONE(v[0]); // this warp's slots are in
     prepare_walk(warp); // warp 0 only (a tree of at most 32 nodes with many splits: rare)
 #pragma unroll
