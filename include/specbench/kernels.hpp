@@ -208,10 +208,11 @@ struct DdtreeOutputs {
 
 /// DDTree best-first tree building (the same tree as build_ddtree_reference, bit for bit,
 /// including ties and the order of nodes): from the drafter's top-k log-probabilities per
-/// position, select the `budget` best rank paths. One warp per request runs the best-first
-/// search over a frontier in shared memory; the whole block then writes the outputs. Inputs must
-/// be finite or -inf (a NaN has no defined place in the reference's order); each row sorted
-/// descending, as top-k returns it. 0 <= budget <= 1024.
+/// position, select the `budget` best rank paths. One block per request: the best-first search
+/// keeps its frontier as a sorted list in registers, one warp's up to budget 128 and up to 16
+/// warps' above (each step then ends on a barrier); the whole block then writes the outputs.
+/// Inputs must be finite or -inf (a NaN has no defined place in the reference's order); each row
+/// sorted descending, as top-k returns it. 0 <= budget <= 1024.
 Status build_ddtree(const float* top_logp,      // [batch, depth, k] fp32
                     const int32_t* top_ids,     // [batch, depth, k] int32
                     const int32_t* root_tokens, // [batch] int32
