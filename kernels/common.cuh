@@ -21,12 +21,8 @@ using specbench::detail::FastDiv;
 inline Status cuda_status(cudaError_t err, const char* where, const char* call) {
   if (err == cudaSuccess)
     return {};
-  return Status(StatusCode::cuda_error,
-                std::string(call) + " failed: " + cudaGetErrorName(err) + " (" +
-                    cudaGetErrorString(err) + ")",
-                "check that the pointers are device buffers of the documented sizes and that the "
-                "GPU is healthy (specbench preflight)",
-                where);
+  return cuda_call_status(static_cast<int>(err), cudaGetErrorName(err), cudaGetErrorString(err),
+                          call, where);
 }
 
 /// The launch error of the kernel just launched, as a Status.

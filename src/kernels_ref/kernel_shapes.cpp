@@ -1,5 +1,8 @@
 #include "kernel_shapes.hpp"
 
+#include "specbench/build_info.hpp"
+#include "specbench/cuda_errors.hpp"
+
 #include <limits>
 #include <string>
 
@@ -176,7 +179,40 @@ Status check_ddtree(const void* top_logp, const void* top_ids, const void* root_
   return {};
 }
 
+Status cuda_call_status(int code, const char* name, const char* text, const char* call,
+                        const char* where) {
+  std::string what = std::string(call) + " failed: " + name + " (" + text + ")";
+  std::string remedy = "check that the pointers are device buffers of the documented sizes and "
+                       "that the GPU is healthy (specbench preflight)";
+  // No kernel image: a GPU older than the kernels (they need sm_90: thread-block clusters), or a
+  // newer one that this build has neither SASS nor PTX for.
+  if (code == 209)
+    remedy = "the kernels need compute capability 9.0 or newer (H100/H200, B200, RTX PRO 6000); on "
+             "such a GPU, rebuild with -DCMAKE_CUDA_ARCHITECTURES including its architecture "
+             "(this build: " +
+             std::string(build_info::kernel_cuda_architectures) + ")";
+  else if (const CudaErrorInfo* info = find_cuda_error(code); info != nullptr && code != 1) {
+    // The catalogue's cause and remedy (cuda_errors.hpp); an invalid value keeps the generic
+    // remedy, since at a launch it is nearly always a size or pointer the caller passed.
+    what += ": " + std::string(info->cause);
+    remedy = info->remedy;
+  }
+  if (const CudaErrorInfo* info = find_cuda_error(code); info != nullptr && info->poisons_process)
+    what += " (the CUDA context of this process is now unusable)";
+  return Status(StatusCode::cuda_error, what, remedy, where);
+}
+
 Status not_compiled(const char* where) {
+  if (build_info::cuda_compiled) // nvcc was there, but no architecture the kernels can use
+    return Status(StatusCode::not_compiled,
+                  std::string(where) +
+                      " is a CUDA kernel and this specbench was built without the kernels: "
+                      "CMAKE_CUDA_ARCHITECTURES (" +
+                      build_info::cuda_architectures + ") has no sm_90 or newer entry",
+                  "the kernels need compute capability 9.0 or newer; reconfigure with "
+                  "-DCMAKE_CUDA_ARCHITECTURES including 90 (H100/H200), 100 (B200) or 120 (RTX "
+                  "PRO 6000)",
+                  where);
   return Status(StatusCode::not_compiled,
                 std::string(where) + " is a CUDA kernel and this specbench was built without CUDA",
                 "install the CUDA toolkit (nvcc 12.8 or newer) and reconfigure with "

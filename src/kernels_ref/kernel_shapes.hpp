@@ -48,6 +48,13 @@ Status check_chain_sampling(const void* draft_probs, const void* draft_tokens,
 Status check_ddtree(const void* top_logp, const void* top_ids, const void* root_tokens, int batch,
                     int depth, int k, int budget);
 
+/// A failed CUDA call (`call`, e.g. "cudaLaunchKernelEx") of launcher `where` as a cuda_error
+/// Status: the error's name and text, and where the CUDA error catalogue (cuda_errors.hpp) knows
+/// the code, its likely cause and remedy. Plain C++, so that the wording is tested without a GPU;
+/// the launchers pass cudaGetErrorName and cudaGetErrorString.
+Status cuda_call_status(int code, const char* name, const char* text, const char* call,
+                        const char* where);
+
 /// The "built without CUDA" answer of launcher `where`.
 Status not_compiled(const char* where);
 

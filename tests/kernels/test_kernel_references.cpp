@@ -3,6 +3,9 @@
 // Philox matches its published known answers, the inverse-CDF draw and both sampling verifiers
 // keep the target distribution, the launchers check shapes (and say "not compiled" without
 // CUDA), and the fused kernel's multiply-shift division equals integer division.
+#include "kernels_ref/kernel_shapes.hpp"
+#include "specbench/build_info.hpp"
+#include "specbench/cuda_errors.hpp"
 #include "specbench/detail/fast_div.hpp"
 #include "specbench/detail/philox.hpp"
 #include "specbench/kernels.hpp"
@@ -427,6 +430,39 @@ TEST(KernelLaunchers, RejectBadShapesBeforeTouchingTheGpu) {
   EXPECT_GT(verify_sampling_workspace_bytes(2, 9, 151936), 2u * 9u * 149u * 8u - 1u);
 }
 
+TEST(KernelLaunchers, CudaErrorsSayTheCauseAndTheRemedy) {
+  using specbench::kernels::detail::cuda_call_status;
+  // No kernel image (an A100, or a GPU this build has no code for): what to run it on, how to
+  // rebuild, and the architectures this build has.
+  const Status image = cuda_call_status(209, "cudaErrorNoKernelImageForDevice",
+                                        "no kernel image is available for execution on the device",
+                                        "cudaLaunchKernelEx", "kernels::verify_tree_sampling");
+  EXPECT_EQ(image.code(), StatusCode::cuda_error);
+  EXPECT_NE(image.message().find("cudaLaunchKernelEx failed: cudaErrorNoKernelImageForDevice"),
+            std::string::npos)
+      << image.to_string();
+  EXPECT_NE(image.remedy().find("compute capability 9.0"), std::string::npos) << image.remedy();
+  EXPECT_NE(image.remedy().find("CMAKE_CUDA_ARCHITECTURES"), std::string::npos) << image.remedy();
+  // A catalogued error: its cause in the message, its remedy, and a poisoned context said so.
+  const Status illegal =
+      cuda_call_status(700, "cudaErrorIllegalAddress", "an illegal memory access was encountered",
+                       "kernel launch", "kernels::verify_greedy_fused");
+  EXPECT_NE(illegal.message().find("illegal address"), std::string::npos) << illegal.to_string();
+  EXPECT_NE(illegal.message().find("context of this process is now unusable"), std::string::npos)
+      << illegal.to_string();
+  EXPECT_EQ(illegal.remedy(), find_cuda_error(700)->remedy);
+  // An invalid value at a launch is nearly always the caller's sizes or pointers; an unknown code
+  // keeps its name and the same generic remedy.
+  for (int code : {1, 123456}) {
+    const Status s = cuda_call_status(code, "cudaErrorX", "text", "kernel launch", "kernels::x");
+    EXPECT_NE(s.message().find("kernel launch failed: cudaErrorX (text)"), std::string::npos)
+        << s.to_string();
+    EXPECT_NE(s.remedy().find("device buffers of the documented sizes"), std::string::npos)
+        << s.remedy();
+    EXPECT_EQ(s.message().find("unusable"), std::string::npos) << s.to_string();
+  }
+}
+
 TEST(KernelLaunchers, SayNotCompiledWithoutCuda) {
   using namespace specbench::kernels;
   if (compiled_with_cuda())
@@ -434,7 +470,12 @@ TEST(KernelLaunchers, SayNotCompiledWithoutCuda) {
   int32_t d[4] = {};
   const Status s = verify_chain_greedy(d, d, 1, 1, d, d, nullptr);
   EXPECT_EQ(s.code(), StatusCode::not_compiled);
-  EXPECT_FALSE(s.remedy().empty());
+  // Built with nvcc for architectures older than sm_90 only: the remedy names the architectures;
+  // built without nvcc: the toolkit.
+  EXPECT_NE(s.remedy().find(build_info::cuda_compiled ? "CMAKE_CUDA_ARCHITECTURES"
+                                                      : "SPECBENCH_ENABLE_CUDA=ON"),
+            std::string::npos)
+      << s.to_string();
   EXPECT_EQ(build_ddtree(nullptr, nullptr, d, nullptr, 1, 0, 0, 0, DdtreeOutputs{}, nullptr).code(),
             StatusCode::not_compiled);
   // Tree sampling takes no workspace: its shapes pass with a null one, and the answer is the
