@@ -1066,12 +1066,13 @@ Status launch_tree_rows(SamplingArgs a, int batch, int c, Stream stream, const c
 }
 
 /// force_tree_sampling_kernel's choice: 0 automatic, 1 path.
-std::atomic<int> g_tree_kernel{0};
+/// Per thread: a benchmark that forces one kernel does not change what other threads run.
+thread_local int g_tree_kernel = 0;
 
 /// rows_cluster unless force_tree_sampling_kernel asked for the path kernel: the one choice that
 /// launch_tree and the two queries share.
 int chosen_rows_cluster(const SamplingArgs& a, int batch, bool vec) {
-  return g_tree_kernel.load() == 1 ? 0 : rows_cluster(a, batch, vec);
+  return g_tree_kernel == 1 ? 0 : rows_cluster(a, batch, vec);
 }
 
 /// The sizes the launch choice reads, for the queries (no buffers).
@@ -1141,7 +1142,7 @@ bool force_tree_sampling_kernel(const char* kernel) noexcept {
   const int mode = k == "auto" || k == "rows" ? 0 : k == "path" ? 1 : -1;
   if (mode < 0)
     return false;
-  detail::g_tree_kernel.store(mode);
+  detail::g_tree_kernel = mode;
   return true;
 }
 

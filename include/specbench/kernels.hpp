@@ -164,10 +164,10 @@ const char* verify_tree_sampling_kernel(int batch, int nodes, int64_t vocab) noe
 /// 2 blocks x 16 warps" (H200); "not compiled" in a build without CUDA.
 std::string verify_tree_sampling_launch(int batch, int nodes, int64_t vocab);
 
-/// For benchmarks and tests: makes verify_tree_sampling run "path" for every call that follows,
-/// process-wide (not synchronised with calls in flight on other threads); "rows" or "auto" (or
-/// nullptr) restore the automatic choice, which runs "rows" wherever it can. False, and nothing
-/// changes, for another name.
+/// For benchmarks and tests: makes verify_tree_sampling (and the two queries above) run "path"
+/// for every call that follows on the calling thread; other threads keep their own choice. "rows"
+/// or "auto" (or nullptr) restore the automatic choice, which runs "rows" wherever it can. False,
+/// and nothing changes, for another name.
 bool force_tree_sampling_kernel(const char* kernel) noexcept;
 
 /// Chain speculative sampling (Leviathan et al.): draft i is accepted when u_i * q_i(d_i) <

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <thread>
 
 using namespace specbench;
 using namespace specbench::testing;
@@ -695,6 +696,9 @@ TEST(KernelsGpu, TreeSamplingRowsKernelMatchesTheReference) {
   EXPECT_STREQ(k::verify_tree_sampling_kernel(1, 8, 151936), "path");
   deep += run_tree_sampling(cases[0], rng);
   deep += run_tree_sampling(cases[4], rng);
+  const char* other_thread = nullptr; // the choice is the calling thread's only
+  std::thread([&] { other_thread = k::verify_tree_sampling_kernel(1, 8, 151936); }).join();
+  EXPECT_STREQ(other_thread, "rows");
   EXPECT_FALSE(k::force_tree_sampling_kernel("fastest"));
   EXPECT_STREQ(k::verify_tree_sampling_kernel(1, 8, 151936), "path") << "a bad name changed it";
   ASSERT_TRUE(k::force_tree_sampling_kernel(nullptr));
