@@ -27,6 +27,7 @@ namespace detail {
 namespace {
 
 constexpr int kThreads = 256;
+constexpr int kUnroll = 4;
 
 /// Slot loads per thread of the general tail's flat drain: its kThreads threads hold up to 768
 /// slots of a request at once.
@@ -38,7 +39,6 @@ constexpr int kFlatDrainLoads = 3;
 __host__ __device__ __forceinline__ bool flat_drain_fits(int nodes, int splits) {
   return static_cast<int64_t>(nodes) * splits <= kThreads * kFlatDrainLoads;
 }
-constexpr int kUnroll = 4;
 
 // The launch's arguments. The fields every block reads before its first load come first, so that
 // those loads wait on as few constant-cache lines as possible; the rest only the reducing block

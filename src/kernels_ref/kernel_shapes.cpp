@@ -184,6 +184,7 @@ Status cuda_call_status(int code, const char* name, const char* text, const char
   std::string what = std::string(call) + " failed: " + name + " (" + text + ")";
   std::string remedy = "check that the pointers are device buffers of the documented sizes and "
                        "that the GPU is healthy (specbench preflight)";
+  const CudaErrorInfo* info = find_cuda_error(code);
   // No kernel image: a GPU older than the kernels (they need sm_90: thread-block clusters), or a
   // newer one that this build has neither SASS nor PTX for.
   if (code == 209)
@@ -191,13 +192,13 @@ Status cuda_call_status(int code, const char* name, const char* text, const char
              "such a GPU, rebuild with -DCMAKE_CUDA_ARCHITECTURES including its architecture "
              "(this build: " +
              std::string(build_info::kernel_cuda_architectures) + ")";
-  else if (const CudaErrorInfo* info = find_cuda_error(code); info != nullptr && code != 1) {
+  else if (info != nullptr && code != 1) {
     // The catalogue's cause and remedy (cuda_errors.hpp); an invalid value keeps the generic
     // remedy, since at a launch it is nearly always a size or pointer the caller passed.
     what += ": " + std::string(info->cause);
     remedy = info->remedy;
   }
-  if (const CudaErrorInfo* info = find_cuda_error(code); info != nullptr && info->poisons_process)
+  if (info != nullptr && info->poisons_process)
     what += " (the CUDA context of this process is now unusable)";
   return Status(StatusCode::cuda_error, what, remedy, where);
 }
