@@ -1,6 +1,6 @@
 // Every validation rule of a sweep, each with a test that fails without the rule.
-#include "sweep_fixture.hpp"
 #include "support/test_paths.hpp"
+#include "sweep_fixture.hpp"
 
 #include <fstream>
 
@@ -52,7 +52,8 @@ TEST(SweepValidation, WrongTypeIsLocated) {
   EXPECT_EQ(d->line, 28);
   const auto r2 = load(replace(kValidSweep, "phases:\n  - tp: 1", "phases:\n  - tp: [1]"));
   EXPECT_NE(find_error(r2, "`phases[0].tp` must be a whole number"), nullptr) << all_messages(r2);
-  const auto r3 = load(replace(kValidSweep, "  launch: [server,", "  launch: {a: b}\n  x: [server,"));
+  const auto r3 =
+      load(replace(kValidSweep, "  launch: [server,", "  launch: {a: b}\n  x: [server,"));
   EXPECT_NE(find_error(r3, "`server.launch` must be a list"), nullptr) << all_messages(r3);
 }
 
@@ -90,7 +91,8 @@ TEST(SweepValidation, BudgetsMustBePositiveAndBounded) {
   EXPECT_NE(find_error(big, "tree budget 2048 is larger than 1024"), nullptr) << all_messages(big);
   const auto empty = load(replace(kValidSweep, "budgets: [8, 15, 64]", "budgets: []"));
   EXPECT_NE(find_error(empty, "`budgets` is empty"), nullptr) << all_messages(empty);
-  const auto block = load(replace(kValidSweep, "    block: 16\n  - kind: tree", "    block: 1\n  - kind: tree"));
+  const auto block =
+      load(replace(kValidSweep, "    block: 16\n  - kind: tree", "    block: 1\n  - kind: tree"));
   EXPECT_NE(find_error(block, "block 1 is out of range"), nullptr) << all_messages(block);
 }
 
@@ -163,15 +165,17 @@ TEST(SweepValidation, NumbersOutOfRange) {
   EXPECT_NE(find_error(load(replace(kValidSweep, "requests: 8", "requests: 0")),
                        "outside the allowed range 1.."),
             nullptr);
-  EXPECT_NE(find_error(load(replace(kValidSweep, "backend: sglang", "backend: sglang\n  port: 70000")),
-                       "`server.port` is 70000"),
-            nullptr);
+  EXPECT_NE(
+      find_error(load(replace(kValidSweep, "backend: sglang", "backend: sglang\n  port: 70000")),
+                 "`server.port` is 70000"),
+      nullptr);
   EXPECT_NE(find_error(load(replace(kValidSweep, "requests: 8", "requests: 99999999999999999999")),
                        "must be a whole number"),
             nullptr);
-  EXPECT_NE(find_error(load(replace(kValidSweep, "requests: 8", "requests: 8\n    temperature: -1")),
-                       "outside the allowed range"),
-            nullptr);
+  EXPECT_NE(
+      find_error(load(replace(kValidSweep, "requests: 8", "requests: 8\n    temperature: -1")),
+                 "outside the allowed range"),
+      nullptr);
 }
 
 TEST(SweepValidation, ChoicesSuggestTheIntendedValue) {
@@ -184,7 +188,8 @@ TEST(SweepValidation, ChoicesSuggestTheIntendedValue) {
 }
 
 TEST(SweepValidation, WorkloadsNeedExactlyOnePromptSourceAndReadableDatasets) {
-  const auto both = load(replace(kValidSweep, "prompt_tokens: 512", "prompt_tokens: 512\n    dataset: d.jsonl"));
+  const auto both =
+      load(replace(kValidSweep, "prompt_tokens: 512", "prompt_tokens: 512\n    dataset: d.jsonl"));
   EXPECT_NE(find_error(both, "not both"), nullptr) << all_messages(both);
   const auto none = load(replace(kValidSweep, "    prompt_tokens: 512\n", ""));
   EXPECT_NE(find_error(none, "needs a dataset or prompt_tokens"), nullptr) << all_messages(none);
@@ -197,8 +202,9 @@ TEST(SweepValidation, WorkloadsNeedExactlyOnePromptSourceAndReadableDatasets) {
   // input_ids give exact lengths, so the context check covers datasets too.
   {
     std::ofstream ids(dir / "ids.jsonl");
-    ids << "{\"input_ids\": [1, 2, 3]}\n{\"input_ids\": [" ;
-    for (int i = 0; i < 32600; ++i) ids << (i ? "," : "") << 5;
+    ids << "{\"input_ids\": [1, 2, 3]}\n{\"input_ids\": [";
+    for (int i = 0; i < 32600; ++i)
+      ids << (i ? "," : "") << 5;
     ids << "]}\n";
   }
   const auto over = load(replace(kValidSweep, "prompt_tokens: 512", "dataset: ids.jsonl"), dir);
@@ -228,13 +234,14 @@ TEST(SweepValidation, MalformedInputGivesOneClearErrorAndNoSweep) {
     std::string text, needle;
   };
   std::string deep;
-  for (int i = 0; i < 200; ++i) deep += "[";
+  for (int i = 0; i < 200; ++i)
+    deep += "[";
   const std::vector<Case> cases = {
       {"", "must be a map"},
       {"phases: [\n  - tp: 1\n", "YAML syntax error"},
       {"name: x\n  bad indent: [\n", "YAML syntax error"},
       {"- just\n- a list\n", "must be a map"},
-      {std::string("name: \x01\x02\x03", 12), "binary data"},
+      {std::string("name: \x01\x02\x03", 9), "binary data"},
       {std::string("gpus: 8\0\0", 9), "binary data"},
       {"a: " + deep, "nested deeper than 64"},
       {std::string(5 * 1024 * 1024, 'a'), "a sweep file is at most"},
@@ -246,7 +253,8 @@ TEST(SweepValidation, MalformedInputGivesOneClearErrorAndNoSweep) {
     EXPECT_FALSE(r.ok()) << c.text.substr(0, 40);
     EXPECT_GE(r.error_count(), 1);
     if (!c.needle.empty()) {
-      EXPECT_NE(find_error(r, c.needle), nullptr) << c.text.substr(0, 40) << "\n" << all_messages(r);
+      EXPECT_NE(find_error(r, c.needle), nullptr) << c.text.substr(0, 40) << "\n"
+                                                  << all_messages(r);
     }
   }
 }
@@ -281,7 +289,8 @@ TEST(SweepValidation, CodeBuiltSweepsGetTheSameRules) {
   const auto diags = validate_sweep(s);
   auto has = [&](const std::string& needle) {
     for (const auto& d : diags)
-      if (d.message.find(needle) != std::string::npos) return true;
+      if (d.message.find(needle) != std::string::npos)
+        return true;
     return false;
   };
   EXPECT_TRUE(has("tp 4 needs 4 GPUs"));
