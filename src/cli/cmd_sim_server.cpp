@@ -5,10 +5,12 @@
 
 #include "specbench/sim_server.hpp"
 
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <pthread.h>
 #include <string>
+#include <thread>
 
 namespace specbench::cli {
 namespace {
@@ -19,6 +21,7 @@ struct SimArgs {
   int num_draft_tokens = 16;
   int ddtree_budget = 0;
   std::string fault = "none";
+  double exit_delay_s = 0;
   bool quiet = false;
 };
 
@@ -73,6 +76,9 @@ int run_sim_server(SimArgs& a, const std::vector<std::string>& extras) {
   }
   if (Status st = server.start(); !st) {
     std::fflush(stderr);
+    // A real server logs its error, then takes a while to tear down its workers before it exits.
+    if (a.exit_delay_s > 0)
+      std::this_thread::sleep_for(std::chrono::duration<double>(a.exit_delay_s));
     return a.o.fault.kind == SimFault::exit_start ? 3 : exit_check_failed;
   }
   std::fprintf(stdout, "sim-server listening on http://%s:%d (synthetic model)\n", a.o.host.c_str(),
@@ -135,6 +141,11 @@ const Registrar reg{Command{
                       "none, fail-start, oom-start, exit-start, nccl-error, crash-after:N, hang, "
                       "hang-after:N, unavailable, malformed-json, trickle, wrong-content-length, "
                       "no-metrics")
+          ->capture_default_str();
+      sub->add_option("--exit-delay-s", args->exit_delay_s,
+                      "fail-start, oom-start, exit-start: linger this long after the error line "
+                      "before exiting, as a server tearing down its workers does")
+          ->check(CLI::Range(0.0, 60.0))
           ->capture_default_str();
       sub->add_option("--trickle-interval-ms", o.trickle_interval_ms, "trickle: gap between bytes")
           ->capture_default_str();

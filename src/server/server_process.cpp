@@ -426,13 +426,15 @@ Readiness ServerProcess::wait_ready(const ReadinessOptions& options,
     r.log_tail = log_tail(options.log_tail_lines);
     return r;
   };
-  auto exited = [&] {
+  // `seen`: a fatal line already read while the process was alive. The scan consumes what it reads,
+  // so without it a server that logs its error and then takes a moment to exit would lose it.
+  auto exited = [&](std::optional<FatalMatch> seen = std::nullopt) {
     auto e = exit_info();
     if (e) {
       r.exit_code = e->exit_code;
       r.term_signal = e->term_signal;
     }
-    r.fatal = scan_log(patterns);
+    r.fatal = seen ? std::move(seen) : scan_log(patterns);
     std::string why =
         "the server " + (e ? e->to_string() : std::string("ended")) + " before it was ready";
     if (r.fatal)
@@ -452,7 +454,7 @@ Readiness ServerProcess::wait_ready(const ReadinessOptions& options,
       for (int i = 0; i < 25 && alive(); ++i)
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
       if (!alive())
-        return exited();
+        return exited(m);
       r.fatal = m;
       return finish(ReadinessOutcome::fatal_log, "fatal line in the server log: \"" + m->line +
                                                      "\" (" + m->pattern.diagnosis + ")");

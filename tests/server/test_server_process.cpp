@@ -102,6 +102,23 @@ TEST(Readiness, FailedStartWithCudaErrorEndsAtOnce) {
   EXPECT_NE(joined(r.log_tail).find("CUDA unknown error"), std::string::npos);
 }
 
+// A server that logs its fatal line and exits a moment later (SGLang tearing down its workers):
+// the line read while it was alive is kept in the outcome, whichever of the two was seen first.
+TEST(Readiness, FatalLineThenExitKeepsTheLine) {
+  for (const char* delay : {"0.2", "0.05"}) {
+    SCOPED_TRACE(delay);
+    ServerProcess p;
+    ASSERT_TRUE(p.start(sim_launch("fail-late", {"--fault", "fail-start", "--exit-delay-s", delay}))
+                    .is_ok());
+    const Readiness r = p.wait_ready(quick_ready(30));
+    EXPECT_EQ(r.outcome, ReadinessOutcome::process_exited) << r.reason;
+    EXPECT_EQ(r.exit_code.value_or(-1), 1);
+    ASSERT_TRUE(r.fatal.has_value()) << r.reason;
+    EXPECT_NE(r.fatal->line.find("CUDA unknown error"), std::string::npos);
+    EXPECT_NE(r.reason.find("Failed to get device capability"), std::string::npos) << r.reason;
+  }
+}
+
 TEST(Readiness, PlainExitAndOutOfMemory) {
   {
     ServerProcess p;
