@@ -28,9 +28,15 @@ function(specbench_add_test name)
 endfunction()
 
 # A test that needs a GPU: it links the GPU test main, which exits with the skip code and a
-# printed reason when no usable CUDA device is present.
+# printed reason when no usable CUDA device is present. PROBE_ONLY: the test needs only the
+# preflight's probe kernels (not the verification kernels, which need sm_90 or newer).
 function(specbench_add_gpu_test name)
-  specbench_add_test(${name} ${ARGN} LIBS specbench_gpu_test_main LABELS gpu)
+  cmake_parse_arguments(G "PROBE_ONLY" "" "" ${ARGN})
+  set(_main specbench_gpu_test_main)
+  if(G_PROBE_ONLY)
+    set(_main specbench_probe_gpu_test_main)
+  endif()
+  specbench_add_test(${name} ${G_UNPARSED_ARGUMENTS} LIBS ${_main} LABELS gpu)
 endfunction()
 
 # specbench_add_benchmark(NAME SOURCES ...): a Google Benchmark program (not run by CTest).
