@@ -30,8 +30,9 @@ TEST(GpuAvailable, ReasonsFollowTheBuild) {
     EXPECT_TRUE(contains(kernels, "no sm_90 or newer entry")) << kernels;
     EXPECT_FALSE(contains(probe, "sm_90")) << probe;
   }
-  if (!kernels.empty() && probe.empty())
+  if (!kernels.empty() && probe.empty()) {
     EXPECT_TRUE(contains(kernels, "compute capability") || contains(kernels, "sm_90")) << kernels;
+  }
 }
 
 } // namespace
