@@ -2,6 +2,7 @@
 // the semantic validation and points its findings at the right line.
 #include "config/yaml_reader.hpp"
 #include "specbench/config.hpp"
+#include "specbench/detail/utf8.hpp"
 #include "specbench/matrix.hpp"
 
 #include <fstream>
@@ -264,10 +265,21 @@ std::optional<Diagnostic> screen_text(std::string_view text, const std::string& 
                           " bytes; a sweep file is at most " +
                           std::to_string(Limits::max_file_bytes) + " bytes",
                       "check that this is the sweep YAML and not a dataset or a binary"};
+  // Text that is not UTF-8 would reach the results' JSON, which cannot hold it.
+  const size_t bad_utf8 = detail::first_invalid_utf8(text);
   int line = 1, col = 0, depth = 0;
-  for (char c : text) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
     ++col;
     const auto u = static_cast<unsigned char>(c);
+    if (i == bad_utf8) {
+      return Diagnostic{Severity::error, file, line, col, "",
+                        "the file is not UTF-8 text (byte 0x" +
+                            std::string(1, "0123456789abcdef"[u >> 4]) +
+                            std::string(1, "0123456789abcdef"[u & 15]) +
+                            " starts no UTF-8 character)",
+                        "save the file as UTF-8 (e.g. `iconv -f latin1 -t utf-8`)"};
+    }
     if (c == '\n') {
       ++line;
       col = 0;

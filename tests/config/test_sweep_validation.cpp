@@ -259,6 +259,22 @@ TEST(SweepValidation, MalformedInputGivesOneClearErrorAndNoSweep) {
   }
 }
 
+// Text that is not UTF-8 (a file saved as Latin-1) is refused where it is: the results are JSON,
+// which cannot hold it, and `plan --json` used to stop with an internal error instead.
+TEST(SweepValidation, TextThatIsNotUtf8IsLocated) {
+  const auto r = load(replace(kValidSweep, "backend: sglang", "backend: sglang # caf\xe9"));
+  ASSERT_FALSE(r.ok());
+  const auto* d = find_error(r, "not UTF-8 text (byte 0xe9");
+  ASSERT_NE(d, nullptr) << all_messages(r);
+  const auto pos = kValidSweep.find("backend: sglang");
+  EXPECT_EQ(d->line, 1 + std::count(kValidSweep.begin(), kValidSweep.begin() + pos, '\n'));
+  EXPECT_EQ(d->column, static_cast<int>(pos - kValidSweep.rfind('\n', pos)) + 21);
+  EXPECT_NE(d->fix.find("UTF-8"), std::string::npos);
+  // UTF-8 beyond ASCII is fine, in comments and in values.
+  const auto ok = load(replace(kValidSweep, "backend: sglang", "backend: sglang # caf\xc3\xa9"));
+  EXPECT_TRUE(ok.ok()) << all_messages(ok);
+}
+
 TEST(SweepValidation, MissingOrUnreadableFiles) {
   auto r = load_sweep_file("/nonexistent/sweep.yaml");
   EXPECT_NE(find_error(r, "does not exist"), nullptr);
