@@ -124,14 +124,19 @@ enum class SimFault {
   trickle,        ///< generation answers dribble out a byte at a time, slowly
   wrong_content_length, ///< generation answers claim more bytes than they send, then close
   no_metrics,           ///< /metrics answers 404 (SGLang without --enable-metrics); all else works
+  /// crash-after, but the last log lines hold bytes that are not UTF-8 (a line cut in the middle
+  /// of a character, a binary dump), as a crashing process's log can
+  garbage_crash_after,
+  /// generation answers are HTTP 500 with a long body that is not UTF-8 text
+  garbage_body,
 };
 /// Stable name as on the command line, e.g. "crash-after".
 const char* to_string(SimFault fault) noexcept;
 
-/// A fault and its count (crash-after:N, hang-after:N).
+/// A fault and its count (crash-after:N, garbage-crash-after:N, hang-after:N).
 struct SimFaultSpec {
   SimFault kind = SimFault::none;
-  int after = 0; ///< N for crash-after / hang-after
+  int after = 0; ///< N for crash-after / garbage-crash-after / hang-after
 };
 /// Parses "none", "fail-start", "crash-after:3", ... (invalid_argument with the list otherwise).
 Expected<SimFaultSpec> parse_sim_fault(std::string_view text);

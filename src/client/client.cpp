@@ -2,6 +2,8 @@
 // exactly one RequestRecord, whatever the server does (timeouts, resets, broken JSON or SSE).
 #include "specbench/client.hpp"
 
+#include "specbench/detail/utf8.hpp"
+
 #include "client/simple_http.hpp"
 
 #include <curl/curl.h>
@@ -24,8 +26,10 @@ double secs(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
+// The first n bytes of a server's text, on one line, as UTF-8 (the cut may split a character, and
+// a server may send bytes that are not text; results are JSON, which cannot hold them).
 std::string excerpt(std::string_view s, size_t n) {
-  std::string e(s.substr(0, n));
+  std::string e = detail::to_valid_utf8(s.substr(0, n));
   for (char& c : e)
     if (c == '\n' || c == '\r')
       c = ' ';

@@ -143,7 +143,9 @@ Expected<Matrix> expand_matrix(const Sweep& sweep, const PlanContext& context) {
                             {"api", to_string(sweep.server.api)},
                             {"context_length", c.context_length},
                             {"gpus", phase.gpus}};
-        c.config_hash = stable_hash(h.dump());
+        // Same text as dump() for UTF-8 (so the same hash); replace: never throw on other bytes.
+        c.config_hash =
+            stable_hash(h.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
         phase.cells.push_back(std::move(c));
       }
     }
@@ -179,7 +181,7 @@ std::string matrix_to_json(const Matrix& matrix, const Sweep& sweep) {
                              {"config_hash", c.config_hash}});
     j["phases"].push_back(std::move(pj));
   }
-  return j.dump(2);
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 } // namespace specbench

@@ -338,7 +338,7 @@ std::string report_json(const Report& r) {
             {"phases", phases},
             {"missing", r.missing},
             {"problems", r.problems}};
-  return j.dump(2) + "\n";
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 Expected<ReportFiles> write_report_files(const Report& report, const std::filesystem::path& dir) {

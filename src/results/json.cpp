@@ -34,7 +34,7 @@ std::string unembed(const json& j) {
     return {};
   if (j.is_string())
     return j.get<std::string>();
-  return j.dump();
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 json opt(const std::optional<double>& v) {
@@ -110,7 +110,9 @@ Method method_from_json(const json& j) {
   return m;
 }
 
-json workload_to_json(const Workload& w) { return detail::workload_json(w); }
+json workload_to_json(const Workload& w) {
+  return detail::workload_json(w);
+}
 Workload workload_from_json(const json& j) {
   Workload w;
   w.name = j.at("name").get<std::string>();
@@ -439,7 +441,10 @@ Manifest manifest_from_json_obj(const json& j) {
 } // namespace detail
 
 std::string to_json(const CellResult& result) {
-  return detail::cell_result_to_json(result).dump(2) + "\n";
+  // replace: a byte that is not UTF-8 must not cost the result (text is repaired where it enters;
+  // this is the last guard).
+  return detail::cell_result_to_json(result).dump(2, ' ', false, json::error_handler_t::replace) +
+         "\n";
 }
 
 Expected<CellResult> cell_result_from_json(const std::string& text) {
@@ -453,7 +458,9 @@ Expected<CellResult> cell_result_from_json(const std::string& text) {
 }
 
 std::string to_json(const Manifest& manifest) {
-  return detail::manifest_to_json_obj(manifest).dump(2) + "\n";
+  return detail::manifest_to_json_obj(manifest).dump(2, ' ', false,
+                                                     json::error_handler_t::replace) +
+         "\n";
 }
 
 Expected<Manifest> manifest_from_json(const std::string& text) {

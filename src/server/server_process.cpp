@@ -2,6 +2,8 @@
 // log scanning and stop. Free-port helpers.
 #include "specbench/server.hpp"
 
+#include "specbench/detail/utf8.hpp"
+
 #include "client/simple_http.hpp"
 #include "server/registry.hpp"
 
@@ -553,6 +555,7 @@ std::optional<FatalMatch> ServerProcess::scan_log(const std::vector<FatalPattern
   const size_t complete_len = last_nl == std::string::npos ? 0 : last_nl + 1;
   auto m = find_fatal_pattern(text, patterns);
   if (m) {
+    m->line = detail::to_valid_utf8(m->line);
     m->line_number += s.scan_line;
     s.scan_line += static_cast<int>(std::count(text.begin(), text.end(), '\n'));
     s.scan_carry.clear();
@@ -647,6 +650,8 @@ std::vector<std::string> ServerProcess::log_tail(size_t lines) const {
     all.erase(all.begin()); // first line is partial
   if (all.size() > lines)
     all.erase(all.begin(), all.end() - static_cast<long>(lines));
+  for (auto& line : all)
+    line = detail::to_valid_utf8(line); // a crash may log bytes that are not text
   return all;
 }
 

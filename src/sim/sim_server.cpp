@@ -218,7 +218,8 @@ struct SimServer::Impl {
         // Counted before the tokens are published, so a client never sees a finished request
         // the stats do not show yet.
         for (auto& j : batch)
-          if (j->dec.done()) ++stats.finished_requests;
+          if (j->dec.done())
+            ++stats.finished_requests;
         stats.output_tokens += tokens;
         stats.verify_steps += verify;
         stats.accepted_tokens += accepted;
@@ -278,15 +279,24 @@ struct SimServer::Impl {
     return false;
   }
 
-  [[noreturn]] void crash_process() {
-    log_line("CUDA error: an illegal instruction was encountered");
+  // The crash's log lines; with `garbage`, bytes that are not UTF-8 come with them: a message
+  // cut in the middle of a character and a binary dump (what a dying process can leave).
+  void log_crash(bool garbage) {
+    log_line(std::string("CUDA error: an illegal instruction was encountered") +
+             (garbage ? " \xe8\xae" : ""));
+    if (garbage)
+      log_line("\xff\xfe\x80 core dump \xc0\xaf\xed\xa0\x80\xf5");
+  }
+
+  [[noreturn]] void crash_process(bool garbage) {
+    log_crash(garbage);
     log_line("Fatal Python error: Aborted (simulated crash, --fault crash-after)");
     std::fflush(stderr);
     std::_Exit(1);
   }
 
-  void crash_in_process() {
-    log_line("CUDA error: an illegal instruction was encountered");
+  void crash_in_process(bool garbage) {
+    log_crash(garbage);
     log_line("simulated crash (--fault crash-after): every connection cut");
     crashed.store(true);
     {
@@ -644,11 +654,20 @@ struct SimServer::Impl {
       ++stats.generation_requests;
     }
     const SimFault f = opt.fault.kind;
-    if (f == SimFault::crash_after && n > opt.fault.after) {
+    const bool garbage = f == SimFault::garbage_crash_after;
+    if ((f == SimFault::crash_after || garbage) && n > opt.fault.after) {
       if (opt.crash_exits_process)
-        crash_process();
-      crash_in_process();
+        crash_process(garbage);
+      crash_in_process(garbage);
       return false;
+    }
+    if (f == SimFault::garbage_body) {
+      // Longer than a client's excerpt, so the cut falls inside a character too.
+      std::string body;
+      while (body.size() < 600)
+        body += "\xe5\x86\x85\xe9\x83\xa8\xe9\x94\x99\xe8\xaf\xaf "; // "internal error" in Chinese
+      body += "\xff\xfe\xc0\xaf";
+      return c.send(500, "text/plain", body, extra_headers(), req.keep_alive);
     }
     if (f == SimFault::hang_after && n > opt.fault.after) {
       if (!hung.exchange(true))

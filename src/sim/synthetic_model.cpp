@@ -284,17 +284,23 @@ const char* to_string(SimFault fault) noexcept {
     return "wrong-content-length";
   case SimFault::no_metrics:
     return "no-metrics";
+  case SimFault::garbage_crash_after:
+    return "garbage-crash-after";
+  case SimFault::garbage_body:
+    return "garbage-body";
   }
   return "?";
 }
 
 Expected<SimFaultSpec> parse_sim_fault(std::string_view text) {
-  static const SimFault all[] = {
-      SimFault::none,           SimFault::fail_start, SimFault::oom_start,
-      SimFault::exit_start,     SimFault::nccl_error, SimFault::crash_after,
-      SimFault::hang,           SimFault::hang_after, SimFault::unavailable,
-      SimFault::malformed_json, SimFault::trickle,    SimFault::wrong_content_length,
-      SimFault::no_metrics};
+  static const SimFault all[] = {SimFault::none,        SimFault::fail_start,
+                                 SimFault::oom_start,   SimFault::exit_start,
+                                 SimFault::nccl_error,  SimFault::crash_after,
+                                 SimFault::hang,        SimFault::hang_after,
+                                 SimFault::unavailable, SimFault::malformed_json,
+                                 SimFault::trickle,     SimFault::wrong_content_length,
+                                 SimFault::no_metrics,  SimFault::garbage_crash_after,
+                                 SimFault::garbage_body};
   std::string_view name = text, count;
   if (auto colon = text.find(':'); colon != std::string_view::npos) {
     name = text.substr(0, colon);
@@ -304,7 +310,8 @@ Expected<SimFaultSpec> parse_sim_fault(std::string_view text) {
     if (name != to_string(f))
       continue;
     SimFaultSpec spec{f, 0};
-    const bool counted = f == SimFault::crash_after || f == SimFault::hang_after;
+    const bool counted = f == SimFault::crash_after || f == SimFault::hang_after ||
+                         f == SimFault::garbage_crash_after;
     if (counted) {
       if (count.empty())
         count = "0";
@@ -328,7 +335,7 @@ Expected<SimFaultSpec> parse_sim_fault(std::string_view text) {
   for (SimFault f : all)
     names += std::string(names.empty() ? "" : ", ") + to_string(f);
   return Status(StatusCode::invalid_argument, "unknown fault '" + std::string(text) + "'",
-                "use one of: " + names + " (crash-after:N, hang-after:N)");
+                "use one of: " + names + " (crash-after:N, garbage-crash-after:N, hang-after:N)");
 }
 
 const char* sim_synthetic_note() noexcept {

@@ -2,6 +2,7 @@
 // wait, never a crash, a hang or a lost record.
 #include "sim_fixture.hpp"
 #include "specbench/client.hpp"
+#include "specbench/detail/utf8.hpp"
 
 #include <gtest/gtest.h>
 
@@ -57,6 +58,29 @@ TEST(ClientFaults, MalformedJsonAndSseAreRecorded) {
       EXPECT_EQ(r.error, ErrorKind::malformed) << to_string(r.error) << " " << r.error_message;
       EXPECT_EQ(r.http_status, 200);
       EXPECT_FALSE(r.body_excerpt.empty());
+    }
+  }
+}
+
+// A body that is not UTF-8 text (and longer than the excerpt, which then cuts a character): the
+// record's texts are repaired to UTF-8, since the results that carry them are JSON.
+TEST(ClientFaults, ABodyThatIsNotUtf8IsRecordedAsUtf8) {
+  LocalSim sim(with_fault(SimFault::garbage_body));
+  for (bool stream : {true, false}) {
+    Client c(quick(sim.url, stream));
+    auto run = c.run(requests(3), 2);
+    ASSERT_TRUE(run.has_value());
+    ASSERT_EQ(run->records.size(), 3u);
+    for (const auto& r : run->records) {
+      EXPECT_FALSE(r.ok);
+      EXPECT_EQ(r.error, ErrorKind::http_status) << to_string(r.error) << " " << r.error_message;
+      EXPECT_EQ(r.http_status, 500);
+      EXPECT_NE(r.error_message.find("HTTP 500: \xE5\x86\x85"), std::string::npos)
+          << r.error_message;
+      EXPECT_NE(r.error_message.find("\xEF\xBF\xBD"), std::string::npos) << r.error_message;
+      EXPECT_EQ(detail::first_invalid_utf8(r.error_message), std::string_view::npos);
+      EXPECT_FALSE(r.body_excerpt.empty());
+      EXPECT_EQ(detail::first_invalid_utf8(r.body_excerpt), std::string_view::npos);
     }
   }
 }

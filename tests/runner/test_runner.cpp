@@ -2,6 +2,7 @@
 // --only, the directory lock, the GPU-memory gate, progress events, a stop request.
 #include "specbench/runner.hpp"
 
+#include "specbench/detail/utf8.hpp"
 #include "specbench/matrix.hpp"
 #include "specbench/report.hpp"
 #include "specbench/server.hpp"
@@ -299,6 +300,60 @@ TEST(Runner, AServerWithoutMetricsLeavesTheFiguresAbsentWithTheReason) {
   EXPECT_EQ(c.server_side_absent_reason, "/metrics answered HTTP 404");
   ASSERT_TRUE(c.sglang_avg_spec_accept_length);
   EXPECT_NE(report_markdown(*rep).find("(SGLang avg)"), std::string::npos);
+}
+
+// A crashing server can log bytes that are not UTF-8, and a broken one can answer them. The results
+// are JSON, which cannot hold such bytes: writing a cell used to throw, and `specbench run` stopped
+// with "internal error" and no record of the cell. Now the text is repaired where it enters
+// (U+FFFD for each bad byte), the cell is recorded, and the sweep goes on to the next cell.
+TEST(Runner, BytesThatAreNotUtf8FromTheServerLoseNoResult) {
+  const std::string replacement = "\xEF\xBF\xBD";
+  {
+    const auto dir = specbench::testing::make_temp_dir("runner-garbage-crash");
+    auto sweep = small_sweep(24, {4});
+    for (const char* a : {"--fault", "garbage-crash-after:1"})
+      sweep.server.launch.push_back(a);
+    auto out = run_sweep(sweep, expand(sweep), options(dir));
+    ASSERT_TRUE(out) << out.status().to_string();
+    EXPECT_EQ(out->failed, 2); // both cells ran: the first one's crash did not stop the sweep
+    for (const char* id : {"tp1-autoregressive", "tp1-ddtree-b4"}) {
+      auto r = ResultStore::open(dir)->load(id);
+      ASSERT_TRUE(r) << id << ": " << r.status().to_string();
+      EXPECT_EQ(r->status, CellStatus::failed) << id;
+      ASSERT_TRUE(r->failure) << id;
+      EXPECT_TRUE(r->failure->server_crashed) << id;
+      const std::string& tail = r->failure->log_tail;
+      EXPECT_NE(tail.find("an illegal instruction was encountered " + replacement),
+                std::string::npos)
+          << tail;
+      EXPECT_NE(tail.find(replacement + " core dump"), std::string::npos) << tail;
+      EXPECT_EQ(detail::first_invalid_utf8(tail), std::string_view::npos);
+      EXPECT_EQ(detail::first_invalid_utf8(r->failure->reason), std::string_view::npos);
+    }
+    const auto rep = load_report(dir);
+    ASSERT_TRUE(rep) << rep.status().to_string();
+    EXPECT_NE(report_markdown(*rep).find("tp1-ddtree-b4"), std::string::npos);
+  }
+  {
+    const auto dir = specbench::testing::make_temp_dir("runner-garbage-body");
+    auto sweep = small_sweep(24, {4});
+    sweep.server.readiness_timeout_s = 2;
+    for (const char* a : {"--fault", "garbage-body"})
+      sweep.server.launch.push_back(a);
+    auto o = options(dir);
+    o.only = {"tp1-autoregressive"};
+    auto out = run_sweep(sweep, expand(sweep), o);
+    ASSERT_TRUE(out) << out.status().to_string();
+    auto r = ResultStore::open(dir)->load("tp1-autoregressive");
+    ASSERT_TRUE(r) << r.status().to_string();
+    EXPECT_EQ(r->status, CellStatus::failed);
+    ASSERT_TRUE(r->failure);
+    // The readiness probe's one-token generation gets the body, cut in a character.
+    EXPECT_EQ(r->failure->stage, CellStage::readiness);
+    EXPECT_NE(r->failure->reason.find("answered HTTP 500: \xE5\x86\x85"), std::string::npos)
+        << r->failure->reason;
+    EXPECT_EQ(detail::first_invalid_utf8(r->failure->reason), std::string_view::npos);
+  }
 }
 
 TEST(Runner, TextPointsAtGpu) {
