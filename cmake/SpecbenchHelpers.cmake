@@ -22,6 +22,7 @@ function(specbench_add_test name)
     TIMEOUT ${T_TIMEOUT}
     SKIP_RETURN_CODE ${SPECBENCH_SKIP_RETURN_CODE}
     LABELS "${T_LABELS}")
+  list(APPEND T_ENV ${SPECBENCH_SANITIZER_TEST_ENV})
   if(T_ENV)
     set_tests_properties(${name} PROPERTIES ENVIRONMENT "${T_ENV}")
   endif()
@@ -57,5 +58,8 @@ function(specbench_add_example name)
     add_test(NAME example.${name} COMMAND ${name} ${E_ARGS})
     set_tests_properties(example.${name} PROPERTIES TIMEOUT 120
       SKIP_RETURN_CODE ${SPECBENCH_SKIP_RETURN_CODE} LABELS example)
+    if(SPECBENCH_SANITIZER_TEST_ENV)
+      set_tests_properties(example.${name} PROPERTIES ENVIRONMENT "${SPECBENCH_SANITIZER_TEST_ENV}")
+    endif()
   endif()
 endfunction()

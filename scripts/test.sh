@@ -4,7 +4,9 @@
 #
 # When the main build has CUDA, the suite also runs in a second configuration built without CUDA
 # (build-nocuda/), proving that everything but the kernels builds and passes there and that the
-# kernel launchers answer "not compiled". SPECBENCH_TEST_NO_CUDA=0 skips that second pass.
+# kernel launchers answer "not compiled". That pass is built under AddressSanitizer and
+# UndefinedBehaviorSanitizer (SPECBENCH_TEST_SANITIZE=0: without them), so memory errors, leaks
+# and undefined behaviour fail the suite. SPECBENCH_TEST_NO_CUDA=0 skips that second pass.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${SPECBENCH_BUILD_DIR:-build}
@@ -16,8 +18,10 @@ ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" --timeout 600
 
 if [[ ${SPECBENCH_TEST_NO_CUDA:-1} != 0 ]] &&
    grep -q 'cuda_compiled = true' "$build_dir/generated/specbench/build_info.hpp"; then
-  echo "== tests: build-nocuda (the same suite without CUDA)"
+  sanitize=address,undefined
+  if [[ ${SPECBENCH_TEST_SANITIZE:-1} == 0 ]]; then sanitize=; fi
+  echo "== tests: build-nocuda (the same suite without CUDA${sanitize:+, -fsanitize=$sanitize})"
   SPECBENCH_BUILD_DIR=build-nocuda scripts/build.sh -DSPECBENCH_ENABLE_CUDA=OFF \
-    -DSPECBENCH_BUILD_BENCHMARKS=OFF
+    -DSPECBENCH_BUILD_BENCHMARKS=OFF "-DSPECBENCH_SANITIZE=$sanitize"
   ctest --test-dir build-nocuda --output-on-failure -j "$jobs" --timeout 600
 fi
