@@ -46,11 +46,34 @@ std::string lower(std::string s) {
   return s;
 }
 
-std::optional<int64_t> get_int(const json& o, const char* key) {
+// A count the server reports (tokens, steps, drafts): a whole number in [0, 2^31). Anything else
+// is garbage or a lie, and converting a huge double to an integer is undefined behaviour; `bad`
+// (when given) gets what was wrong, so that the request fails as malformed, and the count is
+// unknown.
+std::optional<int64_t> as_count(const json& v, const char* what, std::string* bad) {
+  if (v.is_number_unsigned()) {
+    if (v.get<uint64_t>() <= static_cast<uint64_t>(INT32_MAX))
+      return static_cast<int64_t>(v.get<uint64_t>());
+  } else if (v.is_number_integer()) {
+    const int64_t x = v.get<int64_t>();
+    if (x >= 0 && x <= INT32_MAX)
+      return x;
+  } else if (v.is_number_float()) {
+    const double x = v.get<double>();
+    if (x >= 0 && x <= INT32_MAX && x == std::floor(x))
+      return static_cast<int64_t>(x);
+  }
+  if (bad && bad->empty())
+    *bad = std::string("the server reported ") + what + " = " + v.dump() +
+           ", which is not a count (a whole number from 0 to 2^31 - 1)";
+  return std::nullopt;
+}
+// The count under `key`, if the server sent a number there.
+std::optional<int64_t> get_count(const json& o, const char* key, std::string* bad) {
   auto it = o.find(key);
   if (it == o.end() || !it->is_number())
     return std::nullopt;
-  return static_cast<int64_t>(it->get<double>());
+  return as_count(*it, key, bad);
 }
 std::optional<double> get_num(const json& o, const char* key) {
   auto it = o.find(key);
@@ -58,17 +81,19 @@ std::optional<double> get_num(const json& o, const char* key) {
     return std::nullopt;
   return it->get<double>();
 }
-template <class... K> std::optional<int64_t> first_int(const json& o, K... keys) {
+template <class... K>
+std::optional<int64_t> first_count(const json& o, std::string* bad, K... keys) {
   std::optional<int64_t> v;
-  ((v = v ? v : get_int(o, keys)), ...);
+  ((v = v ? v : get_count(o, keys, bad)), ...);
   return v;
 }
 
 // Reads SGLang meta_info: token counts and the speculative fields under any of their names.
-void absorb_meta_info(const json& m, RequestRecord& r) {
-  if (auto v = get_int(m, "prompt_tokens"))
+// `bad`: the first count that is not one (see get_count).
+void absorb_meta_info(const json& m, RequestRecord& r, std::string* bad) {
+  if (auto v = get_count(m, "prompt_tokens", bad))
     r.prompt_tokens = static_cast<int>(*v);
-  if (auto v = get_int(m, "completion_tokens"))
+  if (auto v = get_count(m, "completion_tokens", bad))
     r.output_tokens = static_cast<int>(*v);
   if (auto fr = m.find("finish_reason"); fr != m.end() && !fr->is_null()) {
     if (fr->is_object())
@@ -77,17 +102,17 @@ void absorb_meta_info(const json& m, RequestRecord& r) {
       r.finish_reason = fr->get<std::string>();
   }
   auto& s = r.spec;
-  if (auto v = get_int(m, "spec_verify_ct"))
+  if (auto v = get_count(m, "spec_verify_ct", bad))
     s.verify_steps = v;
   if (auto v = get_num(m, "spec_accept_length"))
     s.accept_length = v;
   if (auto v = get_num(m, "spec_accept_rate"))
     s.accept_rate = v;
-  if (auto v =
-          first_int(m, "spec_num_correct_drafts", "spec_accepted_drafts", "spec_accept_token_num"))
+  if (auto v = first_count(m, bad, "spec_num_correct_drafts", "spec_accepted_drafts",
+                           "spec_accept_token_num"))
     s.correct_drafts = v;
-  if (auto v =
-          first_int(m, "spec_num_proposed_drafts", "spec_proposed_drafts", "spec_draft_token_num"))
+  if (auto v = first_count(m, bad, "spec_num_proposed_drafts", "spec_proposed_drafts",
+                           "spec_draft_token_num"))
     s.proposed_drafts = v;
   for (const char* key : {"spec_correct_drafts_histogram", "spec_accept_histogram"}) {
     auto it = m.find(key);
@@ -95,30 +120,31 @@ void absorb_meta_info(const json& m, RequestRecord& r) {
       s.accept_histogram.clear();
       for (const auto& x : *it)
         if (x.is_number())
-          s.accept_histogram.push_back(static_cast<int64_t>(x.get<double>()));
+          if (auto v = as_count(x, key, bad))
+            s.accept_histogram.push_back(*v);
       break;
     }
   }
 }
 
 // OpenAI usage + llama.cpp timings.
-void absorb_openai_extras(const json& j, RequestRecord& r) {
+void absorb_openai_extras(const json& j, RequestRecord& r, std::string* bad) {
   if (auto u = j.find("usage"); u != j.end() && u->is_object()) {
-    if (auto v = get_int(*u, "prompt_tokens"))
+    if (auto v = get_count(*u, "prompt_tokens", bad))
       r.prompt_tokens = static_cast<int>(*v);
-    if (auto v = get_int(*u, "completion_tokens"))
+    if (auto v = get_count(*u, "completion_tokens", bad))
       r.output_tokens = static_cast<int>(*v);
   }
   if (auto t = j.find("timings"); t != j.end() && t->is_object()) {
-    if (auto v = get_int(*t, "draft_n"))
+    if (auto v = get_count(*t, "draft_n", bad))
       r.spec.draft_n = v;
-    if (auto v = first_int(*t, "draft_n_accepted", "draft_accepted_n"))
+    if (auto v = first_count(*t, bad, "draft_n_accepted", "draft_accepted_n"))
       r.spec.draft_n_accepted = v;
     if (r.prompt_tokens < 0)
-      if (auto v = get_int(*t, "prompt_n"))
+      if (auto v = get_count(*t, "prompt_n", bad))
         r.prompt_tokens = static_cast<int>(*v);
     if (r.output_tokens < 0)
-      if (auto v = get_int(*t, "predicted_n"))
+      if (auto v = get_count(*t, "predicted_n", bad))
         r.output_tokens = static_cast<int>(*v);
   }
 }
@@ -227,6 +253,7 @@ struct Transfer {
   CURL* easy = nullptr;
   curl_slist* headers = nullptr;
   std::string request_body;
+  int max_new_tokens = -1; // what was asked for: no server may report more
   RequestRecord rec;
   Clock::time_point t_start, t_last_token, t_last_byte;
   bool active = false;
@@ -272,7 +299,7 @@ struct Transfer {
                           : e->dump();
     int code = 0;
     if (e->is_object())
-      if (auto c = get_int(*e, "code"))
+      if (auto c = get_count(*e, "code", nullptr))
         code = static_cast<int>(*c);
     rec.context_overflow = is_context_overflow_message(code ? code : 400, msg);
     if (code)
@@ -298,9 +325,14 @@ struct Transfer {
         set_fail(ErrorKind::malformed, "no meta_info object in /generate answer");
         return false;
       }
-      absorb_meta_info(*m, rec);
+      std::string bad;
+      absorb_meta_info(*m, rec, &bad);
+      if (!bad.empty()) {
+        set_fail(ErrorKind::malformed, bad);
+        return false;
+      }
       int64_t count = -1;
-      if (auto ct = get_int(*m, "completion_tokens"))
+      if (auto ct = get_count(*m, "completion_tokens", nullptr))
         count = *ct;
       else if (auto ids = j.find("output_ids"); ids != j.end() && ids->is_array())
         count = static_cast<int64_t>(ids->size());
@@ -344,7 +376,12 @@ struct Transfer {
           saw_finish = true;
         }
       }
-      absorb_openai_extras(j, rec);
+      std::string bad;
+      absorb_openai_extras(j, rec, &bad);
+      if (!bad.empty()) {
+        set_fail(ErrorKind::malformed, bad);
+        return false;
+      }
     }
     if (stream)
       on_tokens(new_tokens, now);
@@ -577,6 +614,7 @@ struct Client::Impl {
     t.live_tokens = live_tokens;
     t.easy = e;
     t.request_body = build_body(r);
+    t.max_new_tokens = r.max_new_tokens;
     t.headers = curl_slist_append(nullptr, "Content-Type: application/json");
     t.headers = curl_slist_append(t.headers, "Expect:"); // no 100-continue round trip
     if (opt.stream)
@@ -661,6 +699,13 @@ struct Client::Impl {
       for (int k : r.chunk_tokens)
         sum += k;
       r.output_tokens = sum;
+    }
+    if (r.error == ErrorKind::none && t.max_new_tokens >= 0 && r.output_tokens > t.max_new_tokens) {
+      // A lie that would otherwise pass as throughput.
+      r.error = ErrorKind::malformed;
+      r.error_message = "the server reported " + std::to_string(r.output_tokens) +
+                        " output tokens for a request of at most " +
+                        std::to_string(t.max_new_tokens) + " (max_new_tokens)";
     }
     r.ok = r.error == ErrorKind::none;
     curl_multi_remove_handle(multi, t.easy);

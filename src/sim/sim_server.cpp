@@ -405,7 +405,29 @@ struct SimServer::Impl {
     bool include_usage = false;
     std::string rid;
     std::string model;
+    int lie = -1; // --fault lying-counts: which lie this request's final counts tell (0..3)
   };
+
+  // --fault lying-counts: the final counts of request n tell lie n % 4 (more tokens than asked, a
+  // fraction, a count beyond any integer, a negative count); `field` is the one it lies about.
+  static void tell_lie(json& counts, int lie, const char* completion_key, const char* prompt_key) {
+    switch (lie) {
+    case 0:
+      counts[completion_key] = counts[completion_key].get<int64_t>() * 1000 + 1;
+      break;
+    case 1:
+      counts[completion_key] = counts[completion_key].get<double>() + 0.5;
+      break;
+    case 2:
+      counts[prompt_key] = 1e300;
+      break;
+    case 3:
+      counts[prompt_key] = -7;
+      break;
+    default:
+      break;
+    }
+  }
 
   // Parses a generation body; returns an error message (empty when fine).
   std::string parse_gen(Api api, const std::string& body, GenRequest& g) {
@@ -537,6 +559,7 @@ struct SimServer::Impl {
     if (finished) {
       m["e2e_latency"] = seconds_since(j.created);
       m.update(spec_fields(j.final_gen, static_cast<int64_t>(out.size())));
+      tell_lie(m, g.lie, "completion_tokens", "prompt_tokens");
     }
     return m;
   }
@@ -550,10 +573,12 @@ struct SimServer::Impl {
     return t;
   }
 
-  json usage(const Job& j, size_t completion) const {
-    return {{"prompt_tokens", j.prompt_tokens},
-            {"completion_tokens", completion},
-            {"total_tokens", static_cast<size_t>(j.prompt_tokens) + completion}};
+  json usage(const GenRequest& g, const Job& j, size_t completion) const {
+    json u = {{"prompt_tokens", j.prompt_tokens},
+              {"completion_tokens", completion},
+              {"total_tokens", static_cast<size_t>(j.prompt_tokens) + completion}};
+    tell_lie(u, g.lie, "completion_tokens", "prompt_tokens");
+    return u;
   }
 
   // One SSE event for tokens [from, out.size()) (final: with finish data).
@@ -592,7 +617,7 @@ struct SimServer::Impl {
                 {"created", static_cast<int64_t>(std::time(nullptr))},
                 {"model", g.model},
                 {"choices", json::array()},
-                {"usage", usage(j, out.size())},
+                {"usage", usage(g, j, out.size())},
                 {"timings", timings(j, out.size())},
                 {"synthetic_model", true}};
       s += "data: " + u.dump() + "\n\n";
@@ -617,7 +642,7 @@ struct SimServer::Impl {
            {"created", static_cast<int64_t>(std::time(nullptr))},
            {"model", g.model},
            {"choices", json::array({choice})},
-           {"usage", usage(j, out.size())},
+           {"usage", usage(g, j, out.size())},
            {"timings", timings(j, out.size())}};
     }
     r["synthetic_model"] = true;
@@ -683,6 +708,8 @@ struct SimServer::Impl {
       ++stats.rejected_requests;
       return send_error(c, 400, err);
     }
+    if (f == SimFault::lying_counts)
+      g.lie = static_cast<int>((n - 1) % 4);
     if (std::string err = context_error(g); !err.empty()) {
       {
         std::lock_guard lk(mu);

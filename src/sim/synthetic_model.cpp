@@ -288,19 +288,21 @@ const char* to_string(SimFault fault) noexcept {
     return "garbage-crash-after";
   case SimFault::garbage_body:
     return "garbage-body";
+  case SimFault::lying_counts:
+    return "lying-counts";
   }
   return "?";
 }
 
 Expected<SimFaultSpec> parse_sim_fault(std::string_view text) {
-  static const SimFault all[] = {SimFault::none,        SimFault::fail_start,
-                                 SimFault::oom_start,   SimFault::exit_start,
-                                 SimFault::nccl_error,  SimFault::crash_after,
-                                 SimFault::hang,        SimFault::hang_after,
-                                 SimFault::unavailable, SimFault::malformed_json,
-                                 SimFault::trickle,     SimFault::wrong_content_length,
-                                 SimFault::no_metrics,  SimFault::garbage_crash_after,
-                                 SimFault::garbage_body};
+  static const SimFault all[] = {SimFault::none,         SimFault::fail_start,
+                                 SimFault::oom_start,    SimFault::exit_start,
+                                 SimFault::nccl_error,   SimFault::crash_after,
+                                 SimFault::hang,         SimFault::hang_after,
+                                 SimFault::unavailable,  SimFault::malformed_json,
+                                 SimFault::trickle,      SimFault::wrong_content_length,
+                                 SimFault::no_metrics,   SimFault::garbage_crash_after,
+                                 SimFault::garbage_body, SimFault::lying_counts};
   std::string_view name = text, count;
   if (auto colon = text.find(':'); colon != std::string_view::npos) {
     name = text.substr(0, colon);

@@ -85,6 +85,38 @@ TEST(ClientFaults, ABodyThatIsNotUtf8IsRecordedAsUtf8) {
   }
 }
 
+// A server whose answers are well formed but whose counts lie: more tokens than were asked for
+// (which would pass as throughput), a fraction, a number no integer holds (converting it was
+// undefined behaviour), a negative count. Each request fails as malformed, naming the lie.
+TEST(ClientFaults, CountsThatLieFailTheRequest) {
+  const char* expected[] = {"12001 output tokens for a request of at most 12",
+                            "completion_tokens = 12.5, which is not a count",
+                            "prompt_tokens = 1e+300, which is not a count",
+                            "prompt_tokens = -7, which is not a count"};
+  for (ApiKind api : {ApiKind::generate, ApiKind::completions}) {
+    for (bool stream : {true, false}) {
+      SCOPED_TRACE(std::string(api == ApiKind::generate ? "generate" : "completions") +
+                   (stream ? " stream" : ""));
+      LocalSim sim(with_fault(SimFault::lying_counts));
+      auto o = quick(sim.url, stream);
+      o.api = api;
+      o.backend = api == ApiKind::generate ? Backend::sglang : Backend::openai;
+      o.model = "synthetic/sim-model";
+      Client c(o);
+      auto run = c.run(requests(4), 1); // one at a time: request n tells lie n % 4
+      ASSERT_TRUE(run.has_value());
+      ASSERT_EQ(run->records.size(), 4u);
+      for (size_t i = 0; i < 4; ++i) {
+        const auto& r = run->records[i];
+        EXPECT_FALSE(r.ok) << i;
+        EXPECT_EQ(r.error, ErrorKind::malformed) << i << ": " << r.error_message;
+        EXPECT_NE(r.error_message.find(expected[i]), std::string::npos)
+            << i << ": " << r.error_message;
+      }
+    }
+  }
+}
+
 TEST(ClientFaults, TrickleHitsTheRequestTimeout) {
   auto o = with_fault(SimFault::trickle);
   o.trickle_interval_ms = 2; // headers arrive, the body does not finish within 1.5 s
