@@ -116,9 +116,14 @@ struct SweepOutcome {
   int pending = 0;                   ///< cells never reached (interrupted sweep)
   int moved_aside = 0;               ///< stale results moved into stale/
   bool stopped = false;              ///< the stop flag ended the run early
-  double wall_s = 0;                 ///< time the run took
+  /// Not empty when the results directory stopped taking writes (a full disk): the first write
+  /// that failed. The sweep stopped there; the cell whose result could not be written counts as
+  /// pending and runs again on resume.
+  std::string write_error;
+  double wall_s = 0; ///< time the run took
 
-  /// 0 when every selected cell is ok, 130 when stopped by the user, else 1.
+  /// 0 when every selected cell is ok, 130 when stopped by the user, 2 when results could not be
+  /// written, else 1.
   int exit_code() const noexcept;
 };
 

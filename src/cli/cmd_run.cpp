@@ -235,6 +235,12 @@ int run_run(const RunArgs& a) {
   if (outcome->stopped)
     std::fprintf(stderr, "interrupted: run the same command again to resume (finished cells are "
                          "kept)\n");
+  if (!outcome->write_error.empty())
+    std::fprintf(stderr,
+                 "specbench run: stopped: %s\n    fix: free space in %s (or pass another "
+                 "--results), then run the same command again to resume: the results written "
+                 "so far are kept\n",
+                 outcome->write_error.c_str(), outcome->results_dir.string().c_str());
   return outcome->exit_code();
 }
 

@@ -199,6 +199,14 @@ public:
 private:
   // ---- helpers -------------------------------------------------------------------------------
   bool stop_requested() const { return opt_.stop && opt_.stop->load(); }
+  // The sweep ends early when the user stops it or when the results directory stops taking
+  // writes (a full disk): a cell measured then could not be kept, so running more wastes GPU time.
+  bool halted() const { return stop_requested() || !write_error_.empty(); }
+  void note_write_error(const std::string& what, const Status& st) {
+    message("cannot write " + what + ": " + st.to_string());
+    if (write_error_.empty())
+      write_error_ = "cannot write " + what + ": " + st.message();
+  }
   bool selected(const Cell& c) const {
     if (opt_.only.empty())
       return true;
@@ -305,7 +313,7 @@ private:
   void write_manifest() {
     manifest_.updated_at = utc_now_iso8601();
     if (auto st = store_.write_manifest(manifest_); !st)
-      message("cannot write the manifest: " + st.to_string());
+      note_write_error("the manifest", st);
   }
 
   void record(CellResult r) {
@@ -314,7 +322,11 @@ private:
       r.failure = CellFailure{
           CellStage::runner, "no reason recorded (a specbench bug)", "", "", false, false};
     if (auto st = store_.commit(r); !st) {
-      message("cannot write the result of " + r.cell_id + ": " + st.to_string());
+      // Not kept, so not counted: the cell stays pending and runs again on resume.
+      note_write_error("the result of " + r.cell_id, st);
+      set_manifest_cell(r.cell_id, "pending", false);
+      write_manifest();
+      return;
     }
     set_manifest_cell(r.cell_id, to_string(r.status), true);
     write_manifest();
@@ -365,6 +377,7 @@ private:
   bool in_cell_ = false;
   std::map<std::string, int> previous_attempts_;
   std::map<std::string, CellStatus> final_status_;
+  std::string write_error_; // the first write to the results directory that failed
   std::set<std::string> complete_;
   std::optional<PreflightReport> preflight_;
   std::optional<std::vector<std::uint64_t>> baseline_;
@@ -457,10 +470,11 @@ void SweepRun::build_manifest() {
 // that is absolute or relative-explicit is checked even when it is gone: a model that vanished
 // (the seeds' /dev/shm emptied by a reboot) must block the phase, not slip past the preflight.
 std::string model_path_to_check(const std::string& path) {
-  if (path.empty()) return {};
+  if (path.empty())
+    return {};
   std::error_code ec;
-  const bool explicit_path = path[0] == '/' || path.rfind("./", 0) == 0 ||
-                             path.rfind("../", 0) == 0 || path[0] == '~';
+  const bool explicit_path =
+      path[0] == '/' || path.rfind("./", 0) == 0 || path.rfind("../", 0) == 0 || path[0] == '~';
   return explicit_path || fs::exists(path, ec) ? path : std::string();
 }
 
@@ -833,7 +847,7 @@ Expected<SweepOutcome> SweepRun::run() {
 
   const bool largest_first = sweep_.runner.skip_smaller_budgets_after_crash;
   for (const auto& phase : matrix_.phases) {
-    if (stop_requested())
+    if (halted())
       break;
     std::vector<const Cell*> todo;
     for (const Cell* c : phase_order(phase, largest_first))
@@ -874,7 +888,7 @@ Expected<SweepOutcome> SweepRun::run() {
     for (const Cell* c : todo) {
       if (complete_.count(c->id))
         continue;
-      if (stop_requested())
+      if (halted())
         break;
       ++index_;
       if (!blocked_reason.empty()) {
@@ -897,6 +911,8 @@ Expected<SweepOutcome> SweepRun::run() {
       emit(ce);
       set_manifest_cell(c->id, "running", false);
       write_manifest();
+      if (halted())
+        break; // nothing measured now could be kept
       in_cell_ = true;
       cell_t0_ = Clock::now();
       CellResult r = run_cell(*c, phase);
@@ -938,8 +954,9 @@ Expected<SweepOutcome> SweepRun::run() {
   }
 
   out_.stopped = stop_requested();
-  manifest_.state = out_.stopped ? "interrupted" : "finished";
+  manifest_.state = out_.stopped || !write_error_.empty() ? "interrupted" : "finished";
   write_manifest();
+  out_.write_error = write_error_;
   for (const auto& ph : matrix_.phases)
     for (const auto& c : ph.cells) {
       if (!selected(c))
@@ -970,7 +987,9 @@ Expected<SweepOutcome> SweepRun::run() {
   out_.wall_s = seconds_since(t0_);
   RunnerEvent e;
   e.kind = RunnerEventKind::sweep_finished;
-  e.status = out_.stopped ? "interrupted" : "finished";
+  e.status = out_.stopped               ? "interrupted"
+             : out_.write_error.empty() ? "finished"
+                                        : "stopped (results directory not writable)";
   e.message = std::to_string(out_.ok) + " ok, " + std::to_string(out_.failed) + " failed, " +
               std::to_string(out_.blocked) + " blocked, " + std::to_string(out_.skipped) +
               " skipped, " + std::to_string(out_.interrupted) + " interrupted, " +
@@ -985,6 +1004,8 @@ Expected<SweepOutcome> SweepRun::run() {
 int SweepOutcome::exit_code() const noexcept {
   if (stopped)
     return 130;
+  if (!write_error.empty())
+    return 2;
   return ok == total_cells ? 0 : 1;
 }
 

@@ -11,8 +11,10 @@
 
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <thread>
 #include <unistd.h>
 
@@ -354,6 +356,56 @@ TEST(Runner, BytesThatAreNotUtf8FromTheServerLoseNoResult) {
         << r->failure->reason;
     EXPECT_EQ(detail::first_invalid_utf8(r->failure->reason), std::string_view::npos);
   }
+}
+
+// A results directory that stops taking writes (a full disk) mid-sweep: the cell measured then
+// cannot be kept, so the sweep stops there (more cells would waste GPU time) with exit code 2 and
+// the reason, that cell stays pending, and the results already written are reused on resume.
+// Before, every later cell ran, was measured and thrown away, and the run ended "finished" with
+// exit code 0. The write failure is real: RLIMIT_FSIZE makes larger files fail with EFBIG.
+TEST(Runner, AResultsDirectoryThatStopsTakingWritesStopsTheSweep) {
+  const auto dir = specbench::testing::make_temp_dir("runner-disk-full");
+  auto sweep = small_sweep(16, {4, 8});
+  {
+    auto o = options(dir);
+    o.only = {"tp1-autoregressive"};
+    auto first = run_sweep(sweep, expand(sweep), o);
+    ASSERT_TRUE(first) << first.status().to_string();
+    ASSERT_EQ(first->ok, 1);
+  }
+  const auto kept = fs::file_size(dir / "cells" / "tp1-autoregressive.json");
+  const auto limit = static_cast<rlim_t>(kept / 2); // no cell result fits, the manifest does
+  ASSERT_LT(fs::file_size(dir / "manifest.json"), limit);
+  rlimit old{};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
+  auto* old_handler = std::signal(SIGXFSZ, SIG_IGN); // write() then fails with EFBIG instead
+  rlimit small = old;
+  small.rlim_cur = limit;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  auto full = run_sweep(sweep, expand(sweep), options(dir));
+  ::setrlimit(RLIMIT_FSIZE, &old);
+  std::signal(SIGXFSZ, old_handler);
+  ASSERT_TRUE(full) << full.status().to_string();
+  EXPECT_NE(full->write_error.find("cannot write the result of tp1-ddtree-b8"), std::string::npos)
+      << full->write_error; // the largest budget runs first
+  EXPECT_EQ(full->exit_code(), 2);
+  EXPECT_EQ(full->already_done, 1);
+  EXPECT_EQ(full->ran, 1); // it stopped after the first cell it could not keep
+  EXPECT_EQ(full->ok, 1);
+  EXPECT_EQ(full->pending, 2);
+  EXPECT_EQ(count_files(dir / "cells"), 1u);
+  auto manifest = ResultStore::open(dir)->load_manifest();
+  ASSERT_TRUE(manifest) << manifest.status().to_string();
+  EXPECT_EQ(manifest->state, "interrupted");
+  for (const auto& c : manifest->phases.at(0).cells)
+    EXPECT_EQ(c.status, c.id == "tp1-autoregressive" ? "ok" : "pending") << c.id;
+  // Space again: the resume keeps the first result and runs the other two.
+  auto resumed = run_sweep(sweep, expand(sweep), options(dir));
+  ASSERT_TRUE(resumed) << resumed.status().to_string();
+  EXPECT_TRUE(resumed->write_error.empty()) << resumed->write_error;
+  EXPECT_EQ(resumed->already_done, 1);
+  EXPECT_EQ(resumed->ok, 3);
+  EXPECT_EQ(resumed->exit_code(), 0);
 }
 
 TEST(Runner, TextPointsAtGpu) {
