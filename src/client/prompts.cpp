@@ -54,8 +54,10 @@ Expected<std::vector<Prompt>> load_prompt_dataset(const std::filesystem::path& p
       if (!it->is_array())
         return bad("\"input_ids\" must be an array");
       for (const auto& x : *it) {
-        if (!x.is_number_integer())
-          return bad("\"input_ids\" must hold integers");
+        // A token id outside int32 would be cut to another, valid-looking id.
+        if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() > INT32_MAX)
+          return bad("\"input_ids\" must hold token ids, whole numbers from 0 to 2^31 - 1 (got " +
+                     x.dump() + ")");
         p.input_ids.push_back(static_cast<int32_t>(x.get<int64_t>()));
       }
       p.tokens = static_cast<int>(p.input_ids.size());
@@ -72,9 +74,12 @@ Expected<std::vector<Prompt>> load_prompt_dataset(const std::filesystem::path& p
       if (p.text.empty() && !p.messages.empty())
         p.text = p.messages.back().content;
     }
-    if (auto it = j.find("prompt_tokens");
-        it != j.end() && it->is_number_integer() && p.tokens == 0)
-      p.tokens = it->get<int>();
+    if (auto it = j.find("prompt_tokens"); it != j.end() && p.tokens == 0) {
+      if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > INT32_MAX)
+        return bad("\"prompt_tokens\" must be a whole number from 0 to 2^31 - 1 (got " +
+                   it->dump() + ")");
+      p.tokens = static_cast<int>(it->get<int64_t>());
+    }
     if (p.text.empty() && p.input_ids.empty() && p.messages.empty())
       return bad("no \"prompt\", \"text\", \"input_ids\" or \"messages\"");
     prompts.push_back(std::move(p));

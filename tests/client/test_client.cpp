@@ -301,6 +301,20 @@ TEST(Prompts, DatasetJsonl) {
   ASSERT_FALSE(bad.has_value());
   EXPECT_NE(bad.status().message().find("bad.jsonl:2"), std::string::npos);
   EXPECT_FALSE(load_prompt_dataset(dir / "missing.jsonl").has_value());
+  // Token ids and counts out of range are refused with the value, not cut to other numbers.
+  for (const char* line : {R"({"input_ids": [1, 4294967297]})", R"({"input_ids": [-1]})",
+                           R"({"text": "t", "prompt_tokens": 1e3})",
+                           R"({"text": "t", "prompt_tokens": 8589934592})"}) {
+    {
+      std::ofstream f(dir / "range.jsonl");
+      f << line << "\n";
+    }
+    auto r = load_prompt_dataset(dir / "range.jsonl");
+    ASSERT_FALSE(r.has_value()) << line;
+    EXPECT_NE(r.status().message().find("range.jsonl:1"), std::string::npos) << line;
+    EXPECT_NE(r.status().message().find("2^31 - 1 (got "), std::string::npos)
+        << r.status().message();
+  }
   Workload w = small_workload(0, 8, 4, 1);
   w.dataset = dir / "ok.jsonl";
   auto cyc = make_prompts(w, 5);
