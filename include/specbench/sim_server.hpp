@@ -129,8 +129,9 @@ enum class SimFault {
   garbage_crash_after,
   /// generation answers are HTTP 500 with a long body that is not UTF-8 text
   garbage_body,
-  /// generation answers are well formed, but the final counts of request n lie (n % 4: more
-  /// tokens than asked for, a fraction, 1e300 prompt tokens, a negative count)
+  /// generation answers are well formed, but the final counts of request n lie (n % 5: more
+  /// tokens than asked for, a fraction, 1e300 prompt tokens, a negative count; the fifth sends
+  /// prompt tokens -1, the "not known" of some servers, which is no lie)
   lying_counts,
 };
 /// Stable name as on the command line, e.g. "crash-after".

@@ -58,6 +58,8 @@ std::optional<int64_t> as_count(const json& v, const char* what, std::string* ba
     const int64_t x = v.get<int64_t>();
     if (x >= 0 && x <= INT32_MAX)
       return x;
+    if (x == -1)
+      return std::nullopt; // the "not known" several servers send (llama.cpp's timings default)
   } else if (v.is_number_float()) {
     const double x = v.get<double>();
     if (x >= 0 && x <= INT32_MAX && x == std::floor(x))

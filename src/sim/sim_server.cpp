@@ -405,11 +405,12 @@ struct SimServer::Impl {
     bool include_usage = false;
     std::string rid;
     std::string model;
-    int lie = -1; // --fault lying-counts: which lie this request's final counts tell (0..3)
+    int lie = -1; // --fault lying-counts: which lie this request's final counts tell (0..4)
   };
 
-  // --fault lying-counts: the final counts of request n tell lie n % 4 (more tokens than asked, a
-  // fraction, a count beyond any integer, a negative count); `field` is the one it lies about.
+  // --fault lying-counts: the final counts of request n tell lie n % 5 (more tokens than asked, a
+  // fraction, a count beyond any integer, a negative count), or at n % 5 == 4 send the -1 that
+  // means "not known" (no lie).
   static void tell_lie(json& counts, int lie, const char* completion_key, const char* prompt_key) {
     switch (lie) {
     case 0:
@@ -423,6 +424,9 @@ struct SimServer::Impl {
       break;
     case 3:
       counts[prompt_key] = -7;
+      break;
+    case 4:
+      counts[prompt_key] = -1; // no lie: the "not known" some servers send
       break;
     default:
       break;
@@ -709,7 +713,7 @@ struct SimServer::Impl {
       return send_error(c, 400, err);
     }
     if (f == SimFault::lying_counts)
-      g.lie = static_cast<int>((n - 1) % 4);
+      g.lie = static_cast<int>((n - 1) % 5);
     if (std::string err = context_error(g); !err.empty()) {
       {
         std::lock_guard lk(mu);
