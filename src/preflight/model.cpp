@@ -92,10 +92,18 @@ std::string check_safetensors(const fs::path& p, uintmax_t& size_out) {
   for (auto& [k, v] : h.items()) {
     if (k == "__metadata__" || !v.is_object() || !v.contains("data_offsets"))
       continue;
+    // A damaged header can hold anything here; reading it as numbers regardless threw (a string)
+    // or was undefined (a huge float).
     const auto& off = v["data_offsets"];
-    if (off.is_array() && off.size() == 2)
-      end = std::max<uint64_t>(end, off[1].get<uint64_t>());
+    if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() ||
+        !off[1].is_number_unsigned() || off[0].get<uint64_t>() > off[1].get<uint64_t>())
+      return "corrupt header: tensor \"" + k.substr(0, 80) + "\" has data_offsets " +
+             off.dump().substr(0, 80) + ", not two whole numbers [begin, end]";
+    end = std::max<uint64_t>(end, off[1].get<uint64_t>());
   }
+  if (end > size_out)
+    return "size " + std::to_string(size_out) + " bytes, its header says the data end at byte " +
+           std::to_string(end) + " past the header (truncated or incomplete download)";
   const uint64_t expected = 8 + n + end;
   if (expected != size_out)
     return "size " + std::to_string(size_out) + " bytes, its header says " +
@@ -221,7 +229,7 @@ void run_model_layer(Run& run) {
             unique.insert(file.get<std::string>());
         shards.assign(unique.begin(), unique.end());
         if (j.contains("metadata") && j["metadata"].contains("total_size") &&
-            j["metadata"]["total_size"].is_number())
+            j["metadata"]["total_size"].is_number_unsigned())
           declared = j["metadata"]["total_size"].get<uintmax_t>();
       }
     } else if (fs::exists(fs::path(path) / "model.safetensors", ec)) {

@@ -89,6 +89,45 @@ TEST(PreflightModel, MissingAndTruncatedShardsFail) {
   EXPECT_EQ(check(r, "model.memory_fit").status, CheckStatus::skipped);
 }
 
+// A damaged shard header (what a half-written or corrupted download can hold) is a damaged shard,
+// named as such; reading its offsets as numbers regardless threw, and the preflight (and the
+// sweep running it) stopped with "internal error".
+TEST(PreflightModel, ShardHeadersThatAreNotSafetensorsAreDamagedShards) {
+  const std::pair<const char*, const char*> cases[] = {
+      {R"(["0","4"])", "not two whole numbers"}, // strings
+      {"[0,1e300]", "not two whole numbers"},    // a float no integer holds
+      {"[8,4]", "not two whole numbers"},        // begin after end
+      {"[0]", "not two whole numbers"},          // one offset
+      {"[0,-4]", "not two whole numbers"},       // negative
+      {"[0,18446744073709551615]", "data end at byte 18446744073709551615"}, // 2^64 - 1
+  };
+  int i = 0;
+  for (const auto& [offsets, expected] : cases) {
+    SCOPED_TRACE(offsets);
+    FakeMachine m("model-bad-header-" + std::to_string(i++));
+    m.healthy(1);
+    PreflightPlan plan = m.plan(1);
+    const fs::path dir = make_model(m.root / "models/qwen", 2, 100);
+    {
+      const std::string header =
+          std::string(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":)") + offsets + "}}";
+      std::ofstream out(dir / "model-00002-of-00002.safetensors", std::ios::binary);
+      const uint64_t n = header.size();
+      for (int b = 0; b < 8; ++b)
+        out.put(static_cast<char>((n >> (8 * b)) & 0xff));
+      out << header << std::string(4, '\0');
+    }
+    plan.model_path = dir.string();
+    const PreflightReport r = run_preflight(plan);
+    ASSERT_FALSE(r.could_not_run()) << r.run_error.to_string();
+    const CheckResult& w = check(r, "model.weights");
+    EXPECT_EQ(w.status, CheckStatus::fail);
+    EXPECT_THAT(w.summary, HasSubstr("1 of 2 weight shard(s) missing or damaged"));
+    EXPECT_THAT(w.summary, HasSubstr(expected));
+    EXPECT_EQ(r.find("model.unexpected"), nullptr) << r.to_table();
+  }
+}
+
 TEST(PreflightModel, DanglingHuggingFaceSymlinksAreNamed) {
   FakeMachine m("model-dangling");
   m.healthy(1);
