@@ -70,7 +70,8 @@ DynLib DynLib::open(const std::vector<std::string>& names, const std::vector<std
   for (const auto& dir : dirs)
     for (const auto& name : names) {
       const std::string candidate = dir + "/" + name;
-      if (std::filesystem::exists(candidate) && attempt(candidate))
+      std::error_code ec; // a directory we may not read is skipped, not an exception
+      if (std::filesystem::exists(candidate, ec) && attempt(candidate))
         return lib;
     }
   for (const auto& name : names)
