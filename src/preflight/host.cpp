@@ -52,6 +52,14 @@ void add_check(Run& run, CheckResult c, Clock::time_point t0) {
   run.report.checks.push_back(std::move(c));
 }
 
+CheckResult unexpected_check(PreflightLayer layer, const std::exception& e) {
+  auto c = make_check(std::string(to_string(layer)) + ".unexpected", layer);
+  c.status = CheckStatus::fail;
+  c.summary = std::string("the check stopped on an unexpected error: ") + e.what();
+  c.remedy = "report this as a specbench bug, with the preflight's --json output";
+  return c;
+}
+
 namespace {
 
 std::string read_file(const std::string& p, size_t limit = 1 << 16) {

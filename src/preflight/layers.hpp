@@ -5,6 +5,7 @@
 #include "specbench/preflight.hpp"
 
 #include <chrono>
+#include <exception>
 #include <memory>
 #include <string>
 #include <vector>
@@ -75,6 +76,9 @@ struct Run {
 CheckResult make_check(std::string id, PreflightLayer layer, int gpu = -1);
 /// Appends `c` to the report with its elapsed time measured from `t0`.
 void add_check(Run& run, CheckResult c, std::chrono::steady_clock::time_point t0);
+/// The failed check "<layer>.unexpected" for an exception a layer did not foresee: the layer
+/// fails and says why instead of taking the preflight (and the sweep running it) down with it.
+CheckResult unexpected_check(PreflightLayer layer, const std::exception& e);
 
 void run_host_layer(Run& run);
 void run_driver_layer(Run& run);

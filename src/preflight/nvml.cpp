@@ -472,11 +472,7 @@ void run_driver_layer_bounded(Run& run) {
     try {
       run_driver_layer(*job->run);
     } catch (const std::exception& e) { // an exception here would end the process
-      auto c = make_check("driver.unexpected", PreflightLayer::driver);
-      c.status = CheckStatus::fail;
-      c.summary = std::string("the check stopped on an unexpected error: ") + e.what();
-      c.remedy = "report this as a specbench bug, with the preflight's --json output";
-      job->report.checks.push_back(std::move(c));
+      job->report.checks.push_back(unexpected_check(PreflightLayer::driver, e));
     }
     std::lock_guard<std::mutex> lock(job->mutex);
     job->done = true;

@@ -595,13 +595,7 @@ PreflightReport run_preflight(const PreflightPlan& plan) {
     try {
       fn();
     } catch (const std::exception& e) {
-      // A layer that meets something it did not foresee fails its own check and says so; it
-      // must not take the preflight (and the sweep that runs it) down with it.
-      auto c = make_check(std::string(to_string(l)) + ".unexpected", l);
-      c.status = CheckStatus::fail;
-      c.summary = std::string("the check stopped on an unexpected error: ") + e.what();
-      c.remedy = "report this as a specbench bug, with the preflight's --json output";
-      add_check(run, std::move(c), t0);
+      add_check(run, unexpected_check(l, e), t0);
     }
     report.layers[static_cast<size_t>(l)].elapsed_ms +=
         std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
