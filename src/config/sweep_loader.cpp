@@ -256,6 +256,12 @@ void read_runner(YamlReader& r, const YAML::Node& n, const std::filesystem::path
     });
 }
 
+// "0x" and two hex digits, for a byte named in a message.
+std::string hex_byte(unsigned char u) {
+  const char* digits = "0123456789abcdef";
+  return std::string("0x") + digits[u >> 4] + digits[u & 15];
+}
+
 // Quick structural screen before yaml-cpp sees the text: binary data and absurd nesting get a
 // clear message instead of a parser error deep inside.
 std::optional<Diagnostic> screen_text(std::string_view text, const std::string& file) {
@@ -274,9 +280,7 @@ std::optional<Diagnostic> screen_text(std::string_view text, const std::string& 
     const auto u = static_cast<unsigned char>(c);
     if (i == bad_utf8) {
       return Diagnostic{Severity::error, file, line, col, "",
-                        "the file is not UTF-8 text (byte 0x" +
-                            std::string(1, "0123456789abcdef"[u >> 4]) +
-                            std::string(1, "0123456789abcdef"[u & 15]) +
+                        "the file is not UTF-8 text (byte " + hex_byte(u) +
                             " starts no UTF-8 character)",
                         "save the file as UTF-8 (e.g. `iconv -f latin1 -t utf-8`)"};
     }
@@ -285,9 +289,7 @@ std::optional<Diagnostic> screen_text(std::string_view text, const std::string& 
       col = 0;
     } else if (u == 0 || (u < 0x20 && c != '\t' && c != '\r')) {
       return Diagnostic{Severity::error, file, line, col, "",
-                        "the file contains binary data (byte 0x" +
-                            std::string(1, "0123456789abcdef"[u >> 4]) +
-                            std::string(1, "0123456789abcdef"[u & 15]) + ")",
+                        "the file contains binary data (byte " + hex_byte(u) + ")",
                         "give the path of a YAML text file"};
     } else if (c == '[' || c == '{') {
       if (++depth > Limits::max_nesting)
