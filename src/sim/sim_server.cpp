@@ -411,22 +411,23 @@ struct SimServer::Impl {
   // --fault lying-counts: the final counts of request n tell lie n % 5 (more tokens than asked, a
   // fraction, a count beyond any integer, a negative count), or at n % 5 == 4 send the -1 that
   // means "not known" (no lie).
-  static void tell_lie(json& counts, int lie, const char* completion_key, const char* prompt_key) {
+  // `counts` is meta_info or usage: both name them completion_tokens and prompt_tokens.
+  static void tell_lie(json& counts, int lie) {
     switch (lie) {
     case 0:
-      counts[completion_key] = counts[completion_key].get<int64_t>() * 1000 + 1;
+      counts["completion_tokens"] = counts["completion_tokens"].get<int64_t>() * 1000 + 1;
       break;
     case 1:
-      counts[completion_key] = counts[completion_key].get<double>() + 0.5;
+      counts["completion_tokens"] = counts["completion_tokens"].get<double>() + 0.5;
       break;
     case 2:
-      counts[prompt_key] = 1e300;
+      counts["prompt_tokens"] = 1e300;
       break;
     case 3:
-      counts[prompt_key] = -7;
+      counts["prompt_tokens"] = -7;
       break;
     case 4:
-      counts[prompt_key] = -1; // no lie: the "not known" some servers send
+      counts["prompt_tokens"] = -1; // no lie: the "not known" some servers send
       break;
     default:
       break;
@@ -563,7 +564,7 @@ struct SimServer::Impl {
     if (finished) {
       m["e2e_latency"] = seconds_since(j.created);
       m.update(spec_fields(j.final_gen, static_cast<int64_t>(out.size())));
-      tell_lie(m, g.lie, "completion_tokens", "prompt_tokens");
+      tell_lie(m, g.lie);
     }
     return m;
   }
@@ -581,7 +582,7 @@ struct SimServer::Impl {
     json u = {{"prompt_tokens", j.prompt_tokens},
               {"completion_tokens", completion},
               {"total_tokens", static_cast<size_t>(j.prompt_tokens) + completion}};
-    tell_lie(u, g.lie, "completion_tokens", "prompt_tokens");
+    tell_lie(u, g.lie);
     return u;
   }
 
