@@ -40,6 +40,19 @@ function(specbench_add_gpu_test name)
   specbench_add_test(${name} ${G_UNPARSED_ARGUMENTS} LIBS ${_main} LABELS gpu)
 endfunction()
 
+# specbench_add_fuzzer(NAME SOURCES ...): a libFuzzer target under ASan and UBSan, built only with
+# -DSPECBENCH_BUILD_FUZZERS=ON (needs clang; docs/fuzzing.md). Not run by CTest: its corpus is.
+function(specbench_add_fuzzer name)
+  if(NOT SPECBENCH_BUILD_FUZZERS)
+    return()
+  endif()
+  cmake_parse_arguments(F "" "" "SOURCES" ${ARGN})
+  add_executable(${name} ${F_SOURCES})
+  target_link_libraries(${name} PRIVATE specbench)
+  target_compile_options(${name} PRIVATE -fsanitize=fuzzer,address,undefined)
+  target_link_options(${name} PRIVATE -fsanitize=fuzzer,address,undefined)
+endfunction()
+
 # specbench_add_benchmark(NAME SOURCES ...): a Google Benchmark program (not run by CTest).
 function(specbench_add_benchmark name)
   cmake_parse_arguments(B "" "" "SOURCES;LIBS" ${ARGN})
