@@ -151,6 +151,24 @@ void absorb_openai_extras(const json& j, RequestRecord& r, std::string* bad) {
   }
 }
 
+// Why the speculative figures of a finished request cannot all be true, or "" when they can.
+// These lies would pass as acceptance: a verify step yields at least one token (the bonus), and
+// no server accepts more drafts than it proposed.
+std::string spec_contradiction(const RequestRecord& r) {
+  const ServerSpecFigures& s = r.spec;
+  if (s.verify_steps && r.output_tokens >= 0 && *s.verify_steps > r.output_tokens)
+    return "the server reported " + std::to_string(*s.verify_steps) +
+           " verify steps (spec_verify_ct) for " + std::to_string(r.output_tokens) +
+           " output tokens, but every verify step yields at least one token";
+  if (s.correct_drafts && s.proposed_drafts && *s.correct_drafts > *s.proposed_drafts)
+    return "the server reported " + std::to_string(*s.correct_drafts) + " accepted drafts of " +
+           std::to_string(*s.proposed_drafts) + " proposed (spec_num_correct_drafts)";
+  if (s.draft_n_accepted && s.draft_n && *s.draft_n_accepted > *s.draft_n)
+    return "the server reported " + std::to_string(*s.draft_n_accepted) + " accepted drafts of " +
+           std::to_string(*s.draft_n) + " proposed (timings.draft_n_accepted)";
+  return {};
+}
+
 std::string error_message_of(const std::string& body) {
   json j = json::parse(body, nullptr, false);
   if (j.is_object()) {
@@ -709,6 +727,11 @@ struct Client::Impl {
                         " output tokens for a request of at most " +
                         std::to_string(t.max_new_tokens) + " (max_new_tokens)";
     }
+    if (r.error == ErrorKind::none)
+      if (std::string why = spec_contradiction(r); !why.empty()) {
+        r.error = ErrorKind::malformed;
+        r.error_message = std::move(why);
+      }
     r.ok = r.error == ErrorKind::none;
     curl_multi_remove_handle(multi, t.easy);
     curl_slist_free_all(t.headers);

@@ -405,13 +405,15 @@ struct SimServer::Impl {
     bool include_usage = false;
     std::string rid;
     std::string model;
-    int lie = -1; // --fault lying-counts: which lie this request's final counts tell (0..4)
+    int lie = -1; // --fault lying-counts: which lie this request's final counts tell (0..5)
   };
 
-  // --fault lying-counts: the final counts of request n tell lie n % 5 (more tokens than asked, a
-  // fraction, a count beyond any integer, a negative count), or at n % 5 == 4 send the -1 that
-  // means "not known" (no lie).
-  // `counts` is meta_info or usage: both name them completion_tokens and prompt_tokens.
+  // --fault lying-counts: the final counts of request n tell lie n % 6 (more tokens than asked, a
+  // fraction, a count beyond any integer, a negative count, speculative figures that contradict
+  // each other), or at n % 6 == 4 send the -1 that means "not known" (no lie).
+  // `counts` is meta_info or usage: both name them completion_tokens and prompt_tokens. Lie 5 is
+  // told in meta_info (more verify steps than tokens) and timings (more drafts accepted than
+  // proposed), where the speculative figures are.
   static void tell_lie(json& counts, int lie) {
     switch (lie) {
     case 0:
@@ -428,6 +430,12 @@ struct SimServer::Impl {
       break;
     case 4:
       counts["prompt_tokens"] = -1; // no lie: the "not known" some servers send
+      break;
+    case 5:
+      if (counts.contains("spec_verify_ct"))
+        counts["spec_verify_ct"] = counts["completion_tokens"].get<int64_t>() + 1;
+      if (counts.contains("draft_n"))
+        counts["draft_n_accepted"] = counts["draft_n"].get<int64_t>() + 1;
       break;
     default:
       break;
@@ -569,11 +577,13 @@ struct SimServer::Impl {
     return m;
   }
 
-  json timings(const Job& j, size_t completion) const {
+  json timings(const GenRequest& g, const Job& j, size_t completion) const {
     json t = {{"prompt_n", j.prompt_tokens}, {"predicted_n", completion}};
     if (speculative() && j.final_gen.proposed_drafts > 0) {
       t["draft_n"] = j.final_gen.proposed_drafts;
       t["draft_n_accepted"] = j.final_gen.correct_drafts;
+      if (g.lie == 5) // the other lies are told in usage
+        tell_lie(t, g.lie);
     }
     return t;
   }
@@ -623,7 +633,7 @@ struct SimServer::Impl {
                 {"model", g.model},
                 {"choices", json::array()},
                 {"usage", usage(g, j, out.size())},
-                {"timings", timings(j, out.size())},
+                {"timings", timings(g, j, out.size())},
                 {"synthetic_model", true}};
       s += "data: " + u.dump() + "\n\n";
     }
@@ -648,7 +658,7 @@ struct SimServer::Impl {
            {"model", g.model},
            {"choices", json::array({choice})},
            {"usage", usage(g, j, out.size())},
-           {"timings", timings(j, out.size())}};
+           {"timings", timings(g, j, out.size())}};
     }
     r["synthetic_model"] = true;
     r["note"] = sim_synthetic_note();
@@ -714,7 +724,7 @@ struct SimServer::Impl {
       return send_error(c, 400, err);
     }
     if (f == SimFault::lying_counts)
-      g.lie = static_cast<int>((n - 1) % 5);
+      g.lie = static_cast<int>((n - 1) % 6);
     if (std::string err = context_error(g); !err.empty()) {
       {
         std::lock_guard lk(mu);

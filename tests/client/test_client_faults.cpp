@@ -87,14 +87,20 @@ TEST(ClientFaults, ABodyThatIsNotUtf8IsRecordedAsUtf8) {
 
 // A server whose answers are well formed but whose counts lie: more tokens than were asked for
 // (which would pass as throughput), a fraction, a number no integer holds (converting it was
-// undefined behaviour), a negative count. Each request fails as malformed, naming the lie. (-1,
-// the "not known" of llama.cpp's timings, is no lie: it counts as not reported.)
+// undefined behaviour), a negative count, speculative figures that contradict each other (which
+// would pass as acceptance). Each request fails as malformed, naming the lie. (-1, the "not known"
+// of llama.cpp's timings, is no lie: it counts as not reported.)
 TEST(ClientFaults, CountsThatLieFailTheRequest) {
-  const char* expected[] = {"12001 output tokens for a request of at most 12",
-                            "completion_tokens = 12.5, which is not a count",
-                            "prompt_tokens = 1e+300, which is not a count",
-                            "prompt_tokens = -7, which is not a count"};
   for (ApiKind api : {ApiKind::generate, ApiKind::completions}) {
+    const char* expected[] = {
+        "12001 output tokens for a request of at most 12",
+        "completion_tokens = 12.5, which is not a count",
+        "prompt_tokens = 1e+300, which is not a count",
+        "prompt_tokens = -7, which is not a count",
+        nullptr, // the honest request
+        api == ApiKind::generate
+            ? "13 verify steps (spec_verify_ct) for 12 output tokens, but every verify step"
+            : "accepted drafts of"};
     for (bool stream : {true, false}) {
       SCOPED_TRACE(std::string(api == ApiKind::generate ? "generate" : "completions") +
                    (stream ? " stream" : ""));
@@ -104,15 +110,26 @@ TEST(ClientFaults, CountsThatLieFailTheRequest) {
       o.backend = api == ApiKind::generate ? Backend::sglang : Backend::openai;
       o.model = "synthetic/sim-model";
       Client c(o);
-      auto run = c.run(requests(5), 1); // one at a time: request n tells lie n % 5
+      auto run = c.run(requests(6), 1); // one at a time: request n tells lie n % 6
       ASSERT_TRUE(run.has_value());
-      ASSERT_EQ(run->records.size(), 5u);
+      ASSERT_EQ(run->records.size(), 6u);
       const auto& honest = run->records[4];
       EXPECT_TRUE(honest.ok) << honest.error_message;
       // Unknown, or the true count from an earlier event or llama.cpp-style timings.
       EXPECT_TRUE(honest.prompt_tokens == -1 || honest.prompt_tokens == 5) << honest.prompt_tokens;
       EXPECT_EQ(honest.output_tokens, 12);
-      for (size_t i = 0; i < 4; ++i) {
+      // The honest request's speculative figures are the ones the lie contradicts.
+      if (api == ApiKind::generate) {
+        ASSERT_TRUE(honest.spec.verify_steps.has_value());
+        EXPECT_GE(*honest.spec.verify_steps, 1);
+        EXPECT_LE(*honest.spec.verify_steps, 12);
+      } else {
+        ASSERT_TRUE(honest.spec.draft_n.has_value() && honest.spec.draft_n_accepted.has_value());
+        EXPECT_LE(*honest.spec.draft_n_accepted, *honest.spec.draft_n);
+      }
+      for (size_t i = 0; i < 6; ++i) {
+        if (i == 4)
+          continue;
         const auto& r = run->records[i];
         EXPECT_FALSE(r.ok) << i;
         EXPECT_EQ(r.error, ErrorKind::malformed) << i << ": " << r.error_message;
