@@ -39,6 +39,7 @@
 // its scores are bit-identical to build_ddtree_reference.
 #include "common.cuh"
 #include "phase_stamps.cuh"
+#include "programmatic_launch.cuh"
 
 namespace specbench::kernels {
 namespace detail {
@@ -165,6 +166,7 @@ __global__ void __launch_bounds__(block_threads(WARPS), 1) ddtree_kernel(BuildAr
   const int64_t table0 = static_cast<int64_t>(b) * depth * k;
   const float* glp = a.top_logp + table0;
   const int32_t* gid = a.top_ids + table0;
+  wait_for_previous_kernel();
   // Loaded now, used at the end: their latency hides behind the search.
   const int32_t root_token = tid == 0 ? a.root_tokens[b] : 0;
   const int seq = a.seq_lens ? a.seq_lens[b] : 0;
@@ -192,6 +194,7 @@ __global__ void __launch_bounds__(block_threads(WARPS), 1) ddtree_kernel(BuildAr
       }
     }
   }
+  allow_next_kernel(); // the tables are read (or being read); the search takes the time
   for (int i = tid; i < n; i += kBlock) {
     t_first[i] = -1;
     t_next[i] = -1;
@@ -631,7 +634,7 @@ SPECBENCH_PHASE_ATTACH(phase_attach_ddtree)
 
 Status build_ddtree(const float* top_logp, const int32_t* top_ids, const int32_t* root_tokens,
                     const int32_t* seq_lens, int batch, int depth, int k, int budget,
-                    const DdtreeOutputs& out, Stream stream) {
+                    const DdtreeOutputs& out, Stream stream, LaunchOptions launch) {
   const char* where = "kernels::build_ddtree";
   if (Status s = detail::check_ddtree(top_logp, top_ids, root_tokens, batch, depth, k, budget); !s)
     return s;
@@ -665,8 +668,8 @@ Status build_ddtree(const float* top_logp, const int32_t* top_ids, const int32_t
       return detail::cuda_status(e, where, "cudaFuncSetAttribute");
     }
   }
-  kernel.fn<<<batch, kernel.threads, lay.total, stream>>>(a);
-  return detail::launch_status(where);
+  const detail::LaunchConfig l(batch, kernel.threads, lay.total, stream, launch);
+  return detail::launch_kernel(l, where, kernel.fn, a);
 }
 
 } // namespace specbench::kernels

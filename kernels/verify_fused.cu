@@ -18,6 +18,7 @@
 // every slot at once, and the other warps leave.
 #include "common.cuh"
 #include "phase_stamps.cuh"
+#include "programmatic_launch.cuh"
 #include "vector_first_max.cuh"
 
 #include <cuda_bf16.h>
@@ -80,6 +81,7 @@ __global__ void __launch_bounds__(kThreads, kTicketFirst ? 0 : 5)
   const int len = min(a.vocab - start, a.chunk); // this block's elements: start .. start + len
   const T* x = a.logits + row * a.vocab + start;
   const int tid = threadIdx.x;
+  wait_for_previous_kernel(); // the arithmetic above may overlap the previous kernel's end
 
   extern __shared__ int32_t smem[];
   int32_t* par = smem;
@@ -184,6 +186,7 @@ __global__ void __launch_bounds__(kThreads, kTicketFirst ? 0 : 5)
     }
   }
   SPECBENCH_PHASE(3, key); // the block's partial is stored
+  allow_next_kernel();     // the reducing block's tail is all that is left
   if (!is_last)
     return;
   SPECBENCH_PHASE_LAST_DEP(4, b, key); // the reducing block knows it reduces
@@ -447,7 +450,7 @@ template <typename T, bool kVec>
 Status launch_fused(const T* x, const int32_t* parents, const int32_t* tokens, int batch, int nodes,
                     int64_t vocab, int32_t* target_tokens, int32_t* accept_path, int32_t* accepted,
                     int32_t* bonus, uint32_t* counters, uint64_t* partials, Stream stream,
-                    const char* where) {
+                    LaunchOptions launch, const char* where) {
   const int64_t rows = static_cast<int64_t>(batch) * nodes;
   int64_t chunk = 0;
   // Granules per batch of loads: a thread loads 8 / kPerVec vectors per granule.
@@ -476,13 +479,10 @@ Status launch_fused(const T* x, const int32_t* parents, const int32_t* tokens, i
                  accepted,
                  bonus,
                  partials};
+  const LaunchConfig l(blocks, kThreads, smem, stream, launch);
   if (kVec && lean_drain_fits(nodes, splits)) // the scalar kernel takes its ticket first anyway
-    fused_greedy_kernel<T, kVec, kVec>
-        <<<static_cast<unsigned>(blocks), kThreads, smem, stream>>>(a);
-  else
-    fused_greedy_kernel<T, kVec, false>
-        <<<static_cast<unsigned>(blocks), kThreads, smem, stream>>>(a);
-  return launch_status(where);
+    return launch_kernel(l, where, fused_greedy_kernel<T, kVec, kVec>, a);
+  return launch_kernel(l, where, fused_greedy_kernel<T, kVec, false>, a);
 }
 } // namespace
 
@@ -492,7 +492,7 @@ Status verify_greedy_fused(const void* logits, LogitsDtype dtype, const int32_t*
                            const int32_t* tokens, int batch, int nodes, int64_t vocab,
                            int32_t* target_tokens, int32_t* accept_path, int32_t* accepted,
                            int32_t* bonus, void* workspace, std::size_t workspace_bytes,
-                           Stream stream) {
+                           Stream stream, LaunchOptions launch) {
   const char* where = "kernels::verify_greedy_fused";
   if (Status s = detail::check_fused(
           logits, tokens, batch, nodes, vocab, accept_path, accepted, bonus, workspace,
@@ -513,18 +513,18 @@ Status verify_greedy_fused(const void* logits, LogitsDtype dtype, const int32_t*
     const auto* x = static_cast<const __nv_bfloat16*>(logits);
     return vec ? launch_fused<__nv_bfloat16, true>(x, parents, tokens, batch, nodes, vocab,
                                                    target_tokens, accept_path, accepted, bonus,
-                                                   counters, partials, stream, where)
+                                                   counters, partials, stream, launch, where)
                : launch_fused<__nv_bfloat16, false>(x, parents, tokens, batch, nodes, vocab,
                                                     target_tokens, accept_path, accepted, bonus,
-                                                    counters, partials, stream, where);
+                                                    counters, partials, stream, launch, where);
   }
   const auto* x = static_cast<const float*>(logits);
   return vec ? launch_fused<float, true>(x, parents, tokens, batch, nodes, vocab, target_tokens,
                                          accept_path, accepted, bonus, counters, partials, stream,
-                                         where)
+                                         launch, where)
              : launch_fused<float, false>(x, parents, tokens, batch, nodes, vocab, target_tokens,
                                           accept_path, accepted, bonus, counters, partials, stream,
-                                          where);
+                                          launch, where);
 }
 
 } // namespace specbench::kernels

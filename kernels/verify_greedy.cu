@@ -2,6 +2,7 @@
 // parent-array trees and SGLang's first-child / next-sibling buffers (one block per request, the
 // tree staged in shared memory so the walk never waits on global memory).
 #include "common.cuh"
+#include "programmatic_launch.cuh"
 
 #include <mutex>
 
@@ -41,6 +42,7 @@ __global__ void chain_greedy_kernel(const int32_t* __restrict__ drafts, // [batc
   const int b = blockIdx.x * kChainWarpsPerBlock + (threadIdx.x >> 5);
   if (b >= batch)
     return;
+  wait_for_previous_kernel();
   const int32_t* d = drafts + static_cast<int64_t>(b) * k;
   const int32_t* t = target + static_cast<int64_t>(b) * (k + 1);
   int first_miss = k;
@@ -72,12 +74,14 @@ __global__ void tree_greedy_kernel(const int32_t* __restrict__ parents, // [batc
   int32_t* first = tgt + n;
   const int b = blockIdx.x;
   const int64_t off = static_cast<int64_t>(b) * n;
+  wait_for_previous_kernel();
   for (int i = threadIdx.x; i < n; i += blockDim.x) {
     par[i] = parents[off + i];
     tok[i] = tokens[off + i];
     tgt[i] = target[off + i];
   }
   __syncthreads();
+  allow_next_kernel();
   block_walk_tree(par, tok, tgt, first, n, accept_path, accepted, bonus, b);
 }
 
@@ -101,6 +105,7 @@ __global__ void sglang_greedy_kernel(int32_t* __restrict__ predicts,         // 
   const int b = blockIdx.x;
   const int64_t off = static_cast<int64_t>(b) * n;
   const int64_t total = static_cast<int64_t>(gridDim.x) * n;
+  wait_for_previous_kernel();
   for (int i = threadIdx.x; i < n; i += blockDim.x) {
     cand[i] = candidates[off + i];
     const int64_t g = retrive_index[off + i];
@@ -111,6 +116,7 @@ __global__ void sglang_greedy_kernel(int32_t* __restrict__ predicts,         // 
     ns[i] = static_cast<int16_t>(s >= 0 && s < n ? s : -1);
   }
   __syncthreads();
+  allow_next_kernel();
   __shared__ int path_len;
   int32_t* idx_row = accept_index + static_cast<int64_t>(b) * steps;
   if (threadIdx.x == 0) {
@@ -158,20 +164,22 @@ bool compiled_with_cuda() noexcept {
 }
 
 Status verify_chain_greedy(const int32_t* drafts, const int32_t* target_tokens, int batch, int k,
-                           int32_t* accepted, int32_t* bonus, Stream stream) {
+                           int32_t* accepted, int32_t* bonus, Stream stream,
+                           LaunchOptions launch) {
   if (Status s = detail::check_chain_greedy(drafts, target_tokens, batch, k, accepted, bonus); !s)
     return s;
   if (batch == 0)
     return {};
   const int blocks = (batch + detail::kChainWarpsPerBlock - 1) / detail::kChainWarpsPerBlock;
-  detail::chain_greedy_kernel<<<blocks, 32 * detail::kChainWarpsPerBlock, 0, stream>>>(
-      drafts, target_tokens, batch, k, accepted, bonus);
-  return detail::launch_status("kernels::verify_chain_greedy");
+  const detail::LaunchConfig l(blocks, 32 * detail::kChainWarpsPerBlock, 0, stream, launch);
+  return detail::launch_kernel(l, "kernels::verify_chain_greedy", detail::chain_greedy_kernel,
+                               drafts, target_tokens, batch, k, accepted, bonus);
 }
 
 Status verify_tree_greedy(const int32_t* parents, const int32_t* tokens,
                           const int32_t* target_tokens, int batch, int nodes, int32_t* accept_path,
-                          int32_t* accepted, int32_t* bonus, Stream stream) {
+                          int32_t* accepted, int32_t* bonus, Stream stream,
+                          LaunchOptions launch) {
   if (Status s = detail::check_tree_greedy(parents, tokens, target_tokens, batch, nodes,
                                            accept_path, accepted, bonus);
       !s)
@@ -179,16 +187,18 @@ Status verify_tree_greedy(const int32_t* parents, const int32_t* tokens,
   if (batch == 0)
     return {};
   const int threads = nodes <= 64 ? 64 : (nodes <= 128 ? 128 : 256);
-  detail::tree_greedy_kernel<<<batch, threads, 4 * sizeof(int32_t) * nodes, stream>>>(
-      parents, tokens, target_tokens, nodes, accept_path, accepted, bonus);
-  return detail::launch_status("kernels::verify_tree_greedy");
+  const detail::LaunchConfig l(batch, threads, 4 * sizeof(int32_t) * nodes, stream, launch);
+  return detail::launch_kernel(l, "kernels::verify_tree_greedy", detail::tree_greedy_kernel,
+                               parents, tokens, target_tokens, nodes, accept_path, accepted,
+                               bonus);
 }
 
 Status verify_tree_greedy_sglang(int32_t* predicts, int32_t* accept_index,
                                  int32_t* accept_token_num, const int64_t* candidates,
                                  const int64_t* retrive_index, const int64_t* retrive_next_token,
                                  const int64_t* retrive_next_sibling, const int64_t* target_predict,
-                                 int batch, int nodes, int steps, Stream stream) {
+                                 int batch, int nodes, int steps, Stream stream,
+                                 LaunchOptions launch) {
   if (Status s = detail::check_sglang(predicts, accept_index, accept_token_num, candidates,
                                       retrive_index, retrive_next_token, retrive_next_sibling,
                                       target_predict, batch, nodes, steps);
@@ -203,10 +213,11 @@ Status verify_tree_greedy_sglang(int32_t* predicts, int32_t* accept_index,
                          64 * 1024);
   });
   const int threads = nodes <= 64 ? 64 : 128;
-  detail::sglang_greedy_kernel<<<batch, threads, smem, stream>>>(
-      predicts, accept_index, accept_token_num, candidates, retrive_index, retrive_next_token,
-      retrive_next_sibling, target_predict, nodes, steps);
-  return detail::launch_status("kernels::verify_tree_greedy_sglang");
+  const detail::LaunchConfig l(batch, threads, smem, stream, launch);
+  return detail::launch_kernel(l, "kernels::verify_tree_greedy_sglang",
+                               detail::sglang_greedy_kernel, predicts, accept_index,
+                               accept_token_num, candidates, retrive_index, retrive_next_token,
+                               retrive_next_sibling, target_predict, nodes, steps);
 }
 
 Status clear_workspace(void* workspace, std::size_t bytes, Stream stream) {

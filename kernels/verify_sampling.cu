@@ -15,6 +15,7 @@
 //   (chain_sampling_kernel).
 #include "common.cuh"
 #include "phase_stamps.cuh"
+#include "programmatic_launch.cuh"
 
 #include "specbench/detail/philox.hpp"
 
@@ -542,6 +543,7 @@ __global__ void __launch_bounds__(kPathMaxThreads, 1) tree_path_kernel(SamplingA
   // Rank 0's shared memory may be written only once rank 0 runs: every block says it runs here
   // and waits for the others just before its write, long after they all have.
   asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");
+  wait_for_previous_kernel();
   const SeedOffset so = seed_offset(a);
   const uint64_t seed = so.seed, offset = so.offset;
   __shared__ int s_final, s_nmask;
@@ -567,6 +569,7 @@ __global__ void __launch_bounds__(kPathMaxThreads, 1) tree_path_kernel(SamplingA
                                                   per_cluster, seed, offset, row, s_mask, nmask);
   SPECBENCH_PHASE(2, mine);                            // warp 0's segments are raced
   const uint64_t best = block_max_packed(mine, s_red); // valid in thread 0
+  allow_next_kernel();                                 // row f is read
   asm volatile("barrier.cluster.wait;" ::: "memory");
   if (tid == 0)
     cluster.map_shared_rank(s_rank, 0)[rank] = best;
@@ -648,6 +651,7 @@ __global__ void __launch_bounds__(kRowsMaxWarps * 32, 1) tree_rows_kernel(Sampli
   __shared__ int32_t s_mask[32];
   __shared__ uint64_t s_red[kRowsMaxWarps];
   __shared__ uint64_t s_rank[kPathMaxCluster];
+  wait_for_previous_kernel();
   const SeedOffset so = seed_offset(a);
   const uint64_t seed = so.seed, offset = so.offset;
   const int64_t seg = static_cast<int64_t>(warp - 1) * C + rank;
@@ -666,6 +670,7 @@ __global__ void __launch_bounds__(kRowsMaxWarps * 32, 1) tree_rows_kernel(Sampli
   }
   SPECBENCH_PHASE(2, e > 0.0f); // warp 0 walked (thread 0's stamp)
   __syncthreads();              // the walk's result
+  allow_next_kernel();          // every row's loads are issued and the walk is done
   const int f = s_final, nmask = s_nmask;
   if (f != r) { // not the row the bonus comes from: the whole cluster leaves
     asm volatile("barrier.cluster.wait;" ::: "memory");
@@ -760,6 +765,7 @@ __global__ void __launch_bounds__(kThreads, 2) chain_sampling_kernel(SamplingArg
   const int warps = static_cast<int>(blockDim.x >> 5);
   const int n = a.rows, k = n - 1;
   const int64_t row0 = static_cast<int64_t>(b) * n;
+  wait_for_previous_kernel();
   uint32_t ticket = 0;
   if (tid == 0)
     ticket = take_ticket(&a.counters[b]);
@@ -793,6 +799,7 @@ __global__ void __launch_bounds__(kThreads, 2) chain_sampling_kernel(SamplingArg
   __shared__ uint64_t red[kWarps];
   __shared__ bool is_last;
   const uint64_t best = block_max_packed(mine, red); // valid in thread 0
+  allow_next_kernel();                               // the row is read
   if (tid == 0) {
     is_last = ticket == static_cast<uint32_t>(a.splits) - 1;
     if (!is_last)
@@ -834,7 +841,8 @@ int chain_resident_blocks(bool vec, int warps) {
              : cached_resident_blocks(chain_sampling_kernel<false>, t, 0, c, 1);
 }
 
-Status launch_chain(SamplingArgs a, int batch, Stream stream, const char* where) {
+Status launch_chain(SamplingArgs a, int batch, Stream stream, LaunchOptions launch,
+                    const char* where) {
   a.segs = sampling_segments(a.vocab);
   const bool vec = reinterpret_cast<uintptr_t>(a.target) % 16 == 0 &&
                    reinterpret_cast<uintptr_t>(a.draft) % 16 == 0 && a.vocab % 4 == 0;
@@ -871,13 +879,9 @@ Status launch_chain(SamplingArgs a, int batch, Stream stream, const char* where)
                   "verify fewer requests per call", where);
   a.split_div = FastDiv::make(static_cast<uint32_t>(a.splits));
   a.row_div = FastDiv::make(static_cast<uint32_t>(a.rows));
-  const unsigned g = static_cast<unsigned>(blocks);
-  const unsigned t = static_cast<unsigned>(warps * 32);
-  if (vec)
-    chain_sampling_kernel<true><<<g, t, 0, stream>>>(a);
-  else
-    chain_sampling_kernel<false><<<g, t, 0, stream>>>(a);
-  return launch_status(where);
+  const LaunchConfig l(blocks, warps * 32, 0, stream, launch);
+  return vec ? launch_kernel(l, where, chain_sampling_kernel<true>, a)
+             : launch_kernel(l, where, chain_sampling_kernel<false>, a);
 }
 
 // Dynamic shared memory of tree mode: the residual's mask, and for trees of more than 32 nodes
@@ -886,30 +890,10 @@ std::size_t path_smem(int nodes) {
   return sizeof(int32_t) * static_cast<std::size_t>(nodes <= 32 ? 32 : 10 * nodes);
 }
 
-/// The launch of a tree kernel in clusters of `blocks` blocks of `warps` warps.
-struct ClusterLaunch {
-  cudaLaunchConfig_t cfg{};
-  cudaLaunchAttribute attr{};
-  ClusterLaunch(const ClusterLaunch&) = delete; // cfg points at attr
-  ClusterLaunch& operator=(const ClusterLaunch&) = delete;
-  ClusterLaunch(int64_t grid, int blocks, int warps, std::size_t smem, Stream stream) {
-    cfg.gridDim = dim3(static_cast<unsigned>(grid));
-    cfg.blockDim = dim3(static_cast<unsigned>(warps * 32));
-    cfg.dynamicSmemBytes = smem;
-    cfg.stream = stream;
-    attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = static_cast<unsigned>(blocks);
-    attr.val.clusterDim.y = 1;
-    attr.val.clusterDim.z = 1;
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
-  }
-};
-
 /// Clusters of `blocks` blocks of `warps` warps with `smem` bytes of dynamic shared memory that
 /// the device runs at once of `kernel` (cudaOccupancyMaxActiveClusters); 0 when it cannot.
 int active_clusters(const void* kernel, int blocks, int warps, std::size_t smem) {
-  ClusterLaunch l(blocks, blocks, warps, smem, nullptr);
+  const LaunchConfig l(blocks, warps * 32, smem, nullptr, {}, blocks);
   int n = 0;
   if (cudaOccupancyMaxActiveClusters(&n, kernel, &l.cfg) != cudaSuccess) {
     (void)cudaGetLastError();
@@ -981,7 +965,8 @@ TreeLaunchShape path_shape(const SamplingArgs& a, int batch, bool vec) {
 }
 
 /// tree_path_kernel<vec>; `a.segs` set.
-Status launch_tree_path(SamplingArgs a, int batch, bool vec, Stream stream, const char* where) {
+Status launch_tree_path(SamplingArgs a, int batch, bool vec, Stream stream, LaunchOptions launch,
+                        const char* where) {
   const TreeLaunchShape shape = path_shape(a, batch, vec);
   if (shape.blocks == 0)
     return Status(StatusCode::cuda_error,
@@ -993,12 +978,9 @@ Status launch_tree_path(SamplingArgs a, int batch, bool vec, Stream stream, cons
                   "verify fewer requests per call", where);
   a.splits = shape.blocks;
   a.split_div = FastDiv::make(static_cast<uint32_t>(shape.blocks));
-  ClusterLaunch l(blocks, shape.blocks, shape.warps, path_smem(a.rows), stream);
-  const cudaError_t err = vec ? cudaLaunchKernelEx(&l.cfg, tree_path_kernel<true>, a)
-                              : cudaLaunchKernelEx(&l.cfg, tree_path_kernel<false>, a);
-  if (err != cudaSuccess)
-    return cuda_status(err, where, "cudaLaunchKernelEx");
-  return launch_status(where);
+  const LaunchConfig l(blocks, shape.warps * 32, path_smem(a.rows), stream, launch, shape.blocks);
+  return vec ? launch_kernel(l, where, tree_path_kernel<true>, a)
+             : launch_kernel(l, where, tree_path_kernel<false>, a);
 }
 
 /// Clusters of `blocks` blocks of `warps` warps of tree_rows_kernel that the device runs at once
@@ -1052,17 +1034,15 @@ int rows_warps(const SamplingArgs& a, int c) {
   return static_cast<int>((a.segs + c - 1) / c + 1);
 }
 
-Status launch_tree_rows(SamplingArgs a, int batch, int c, Stream stream, const char* where) {
+Status launch_tree_rows(SamplingArgs a, int batch, int c, Stream stream, LaunchOptions launch,
+                        const char* where) {
   const int warps = rows_warps(a, c);
   a.splits = c;
   a.split_div = FastDiv::make(static_cast<uint32_t>(c));
   a.row_div = FastDiv::make(static_cast<uint32_t>(a.rows));
   const int64_t blocks = static_cast<int64_t>(batch) * a.rows * c;
-  ClusterLaunch l(blocks, c, warps, 0, stream);
-  const cudaError_t err = cudaLaunchKernelEx(&l.cfg, tree_rows_kernel<true>, a);
-  if (err != cudaSuccess)
-    return cuda_status(err, where, "cudaLaunchKernelEx");
-  return launch_status(where);
+  const LaunchConfig l(blocks, warps * 32, 0, stream, launch, c);
+  return launch_kernel(l, where, tree_rows_kernel<true>, a);
 }
 
 /// force_tree_sampling_kernel's choice: 0 automatic, 1 path.
@@ -1085,12 +1065,13 @@ SamplingArgs sizing_args(int nodes, int64_t vocab) {
 }
 
 /// Tree mode: tree_rows_kernel for the smallest calls, else tree_path_kernel.
-Status launch_tree(SamplingArgs a, int batch, Stream stream, const char* where) {
+Status launch_tree(SamplingArgs a, int batch, Stream stream, LaunchOptions launch,
+                   const char* where) {
   a.segs = sampling_segments(a.vocab);
   const bool vec = reinterpret_cast<uintptr_t>(a.target) % 16 == 0 && a.vocab % 4 == 0;
   if (const int c = chosen_rows_cluster(a, batch, vec); c > 0)
-    return launch_tree_rows(a, batch, c, stream, where);
-  return launch_tree_path(a, batch, vec, stream, where);
+    return launch_tree_rows(a, batch, c, stream, launch, where);
+  return launch_tree_path(a, batch, vec, stream, launch, where);
 }
 
 SamplingArgs base_args(int rows, int64_t vocab, PhiloxArgs rng, void* workspace, int batch) {
@@ -1118,7 +1099,8 @@ Status verify_tree_sampling(const float* target_probs, const int32_t* parents,
                             const int32_t* tokens, int batch, int nodes, int64_t vocab,
                             PhiloxArgs rng, int32_t* target_tokens, int32_t* accept_path,
                             int32_t* accepted, int32_t* bonus, void* workspace,
-                            std::size_t workspace_bytes, Stream stream) {
+                            std::size_t workspace_bytes, Stream stream,
+                            LaunchOptions launch) {
   const char* where = "kernels::verify_tree_sampling";
   if (Status s = detail::check_fused(target_probs, tokens, batch, nodes, vocab, accept_path,
                                      accepted, bonus, workspace, workspace_bytes, 0, where);
@@ -1134,7 +1116,7 @@ Status verify_tree_sampling(const float* target_probs, const int32_t* parents,
   a.out_tokens = accept_path;
   a.accepted = accepted;
   a.bonus = bonus;
-  return detail::launch_tree(a, batch, stream, where);
+  return detail::launch_tree(a, batch, stream, launch, where);
 }
 
 bool force_tree_sampling_kernel(const char* kernel) noexcept {
@@ -1178,7 +1160,8 @@ std::string verify_tree_sampling_launch(int batch, int nodes, int64_t vocab) {
 Status verify_chain_sampling(const float* draft_probs, const int32_t* draft_tokens,
                              const float* target_probs, int batch, int k, int64_t vocab,
                              PhiloxArgs rng, int32_t* output_tokens, int32_t* accepted,
-                             void* workspace, std::size_t workspace_bytes, Stream stream) {
+                             void* workspace, std::size_t workspace_bytes, Stream stream,
+                             LaunchOptions launch) {
   const char* where = "kernels::verify_chain_sampling";
   if (Status s =
           detail::check_chain_sampling(draft_probs, draft_tokens, target_probs, batch, k, vocab,
@@ -1193,7 +1176,7 @@ Status verify_chain_sampling(const float* draft_probs, const int32_t* draft_toke
   a.tokens = draft_tokens;
   a.out_tokens = output_tokens;
   a.accepted = accepted;
-  return detail::launch_chain(a, batch, stream, where);
+  return detail::launch_chain(a, batch, stream, launch, where);
 }
 
 } // namespace specbench::kernels

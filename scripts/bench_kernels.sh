@@ -16,7 +16,7 @@ command -v ninja >/dev/null && generator=(-G Ninja)
 cmake -S . -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_CUDA_ARCHITECTURES="${SPECBENCH_CUDA_ARCH:-90}" >"$out/configure.log" 2>&1 ||
   { tail -30 "$out/configure.log"; exit 1; }
-cmake --build "$build_dir" -j "$(nproc)" --target test_kernels_gpu bench_kernels \
+cmake --build "$build_dir" -j "$(nproc)" --target test_kernels_gpu test_programmatic_launch bench_kernels \
   >"$out/build.log" 2>&1 || { tail -40 "$out/build.log"; exit 1; }
 {
   date -u +%Y-%m-%dT%H:%M:%SZ
@@ -28,6 +28,9 @@ cat "$out/gpu.txt"
 "$build_dir/tests/kernels/test_kernels_gpu" --gtest_filter="${SPECBENCH_TEST_FILTER:-*}" \
   >"$out/tests.log" 2>&1 && echo "kernel GPU tests: passed" ||
   { echo "kernel GPU tests: FAILED"; grep -E "FAILED|Failure|error" "$out/tests.log" | head -30; }
+"$build_dir/tests/kernels/test_programmatic_launch" >>"$out/tests.log" 2>&1 &&
+  echo "programmatic launch GPU tests: passed" ||
+  { echo "programmatic launch GPU tests: FAILED"; grep -E "FAILED|Failure" "$out/tests.log" | head; }
 "$build_dir/benchmarks/kernels/bench_kernels" --benchmark_filter="$filter" \
   --benchmark_out="$out/bench.json" --benchmark_out_format=json 2>&1 | tee "$out/bench.txt" |
   grep -E "^[a-z0-9_]+/" | awk '{printf "%-64s %10s %s\n", $1, $2, $3}'

@@ -32,9 +32,16 @@ void walk_one_thread(int32_t* predicts, int32_t* accept_index, int32_t* accept_n
 /// Reads `na` floats of `a` and `nb` of `b` once (both multiples of 4, 16-byte aligned) and
 /// writes one partial sum per block into `out` (at most `max_blocks` floats): the measured cost
 /// of reading a verifier's inputs once, the reference for "within 1.5x of reading the inputs".
+/// `programmatic`: launched as kernels::LaunchOptions::programmatic_dependent launches (it waits
+/// for the previous kernel before its loads and lets the next one launch after them), the
+/// reference for verifiers launched that way.
 void read_once_f32(const float* a, int64_t na, const float* b, int64_t nb, float* out,
-                   int max_blocks, CUstream_st* s);
+                   int max_blocks, CUstream_st* s, bool programmatic = false);
 /// An empty kernel (launch overhead reference).
 void empty_kernel(CUstream_st* s);
+/// A stand-in for the kernel before a verifier in a server (the LM head): 132 blocks that each
+/// spin for `ns` nanoseconds and then exit, without allowing a dependent launch earlier (a plain
+/// kernel, the least a programmatic launch after it can gain from).
+void busy_kernel(unsigned ns, CUstream_st* s);
 
 } // namespace specbench::bench

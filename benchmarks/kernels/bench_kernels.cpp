@@ -47,6 +47,33 @@ template <class T> void upload(DevMem& d, const std::vector<T>& v) {
   cudaMemcpy(d.p, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice);
 }
 
+// How the cases launch: a case registered through `pdl` below runs with programmatic dependent
+// launch (kernels::LaunchOptions), every other one plainly.
+k::LaunchOptions g_launch{};
+
+// When above 0, every call of a case's graph is preceded by bb::busy_kernel(g_busy_ns): the case
+// then times the pair, and the "busy_kernel" case the busy kernel alone (cases named after_busy_*).
+unsigned g_busy_ns = 0;
+
+// `fn` timed after a busy kernel of `ns` nanoseconds in every call.
+template <class Fn> auto after_busy(unsigned ns, Fn fn) {
+  return [fn, ns](benchmark::State& s) {
+    g_busy_ns = ns;
+    fn(s);
+    g_busy_ns = 0;
+  };
+}
+
+// `fn` run with programmatic dependent launch: every call of the case's graph may start while the
+// previous one finishes (the case names end in /pdl).
+template <class Fn> auto pdl(Fn fn) {
+  return [fn](benchmark::State& s) {
+    g_launch.programmatic_dependent = true;
+    fn(s);
+    g_launch.programmatic_dependent = false;
+  };
+}
+
 // Buffer copies needed so that a rotation through them exceeds twice the L2 (cold), or 1 (warm).
 int rotation(std::size_t bytes, bool cold) {
   if (!cold)
@@ -67,8 +94,11 @@ void time_graph(benchmark::State& st, int calls,
   cudaGraph_t g;
   cudaGraphExec_t ge = nullptr;
   bool ok = cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) == cudaSuccess;
-  for (int i = 0; ok && i < calls; ++i)
+  for (int i = 0; ok && i < calls; ++i) {
+    if (g_busy_ns > 0)
+      bb::busy_kernel(g_busy_ns, s);
     ok = launch(i, s);
+  }
   ok = (cudaStreamEndCapture(s, &g) == cudaSuccess) && ok;
   ok = ok && cudaGraphInstantiate(&ge, g, 0) == cudaSuccess;
   if (!ok) {
@@ -199,7 +229,7 @@ void BM_fused_greedy(benchmark::State& st, int batch, int n, bool cold, bool fp3
         return k::verify_greedy_fused(
                    logits[i % R]->p, fp32 ? k::LogitsDtype::fp32 : k::LogitsDtype::bf16,
                    par.as<int32_t>(), tok.as<int32_t>(), batch, n, kVocab, tgt.as<int32_t>(),
-                   path.as<int32_t>(), acc.as<int32_t>(), bon.as<int32_t>(), ws.p, wsb, s)
+                   path.as<int32_t>(), acc.as<int32_t>(), bon.as<int32_t>(), ws.p, wsb, s, g_launch)
             .is_ok();
       },
       static_cast<double>(bytes));
@@ -295,6 +325,12 @@ void BM_empty(benchmark::State& st) {
       0.0);
 }
 
+// The busy kernel alone (time_graph adds it before every call; the call itself launches nothing).
+void BM_busy_alone(benchmark::State& st) {
+  time_graph(
+      st, 20, [](int, cudaStream_t) { return true; }, 0.0);
+}
+
 // ---- DDTree tree building --------------------------------------------------------------------
 
 void BM_ddtree(benchmark::State& st, int batch, int budget, int depth, int kk, bool masks) {
@@ -341,7 +377,7 @@ void BM_ddtree(benchmark::State& st, int batch, int budget, int depth, int kk, b
       st, 20,
       [&](int, cudaStream_t s) {
         return k::build_ddtree(dl.as<float>(), di.as<int32_t>(), dr.as<int32_t>(), nullptr, batch,
-                               depth, kk, budget, o, s)
+                               depth, kk, budget, o, s, g_launch)
             .is_ok();
       },
       0.0);
@@ -394,7 +430,7 @@ void BM_tree_sampling(benchmark::State& st, int batch, int n, bool cold, bool de
         return k::verify_tree_sampling(probs[i % R]->as<float>(), par.as<int32_t>(),
                                        tok.as<int32_t>(), batch, n, kVocab, rng, nullptr,
                                        path.as<int32_t>(), acc.as<int32_t>(), bon.as<int32_t>(),
-                                       nullptr, 0, s)
+                                       nullptr, 0, s, g_launch)
             .is_ok();
       },
       static_cast<double>(bytes));
@@ -426,7 +462,7 @@ void BM_chain_sampling(benchmark::State& st, int batch, int kk, bool cold) {
         return k::verify_chain_sampling(dp[i % R]->as<float>(), dd.as<int32_t>(),
                                         tp[i % R]->as<float>(), batch, kk, kVocab,
                                         k::PhiloxArgs{1, uint64_t(i)}, out.as<int32_t>(),
-                                        acc.as<int32_t>(), ws.p, wsb, s)
+                                        acc.as<int32_t>(), ws.p, wsb, s, g_launch)
             .is_ok();
       },
       static_cast<double>(tb + db));
@@ -454,7 +490,7 @@ void BM_read_once(benchmark::State& st, std::size_t floats_a, std::size_t floats
       st, cold ? R : 20,
       [&](int i, cudaStream_t s) {
         bb::read_once_f32(a[i % R]->as<float>(), floats_a, b[i % R]->as<float>(), floats_b,
-                          out.as<float>(), kMaxBlocks, s);
+                          out.as<float>(), kMaxBlocks, s, g_launch.programmatic_dependent);
         return cudaGetLastError() == cudaSuccess;
       },
       static_cast<double>(bytes));
@@ -550,6 +586,50 @@ int main(int argc, char** argv) {
           [=](benchmark::State& s) { BM_read_once(s, words, 0, true); }, 20);
     }
   }
+  // Programmatic dependent launch (kernels::LaunchOptions): each call of the graph may start while
+  // the one before it finishes; read-once launched the same way is the reference.
+  for (auto [b, n] : {std::pair{1, 8}, {1, 16}, {1, 65}, {8, 16}}) {
+    const std::string sz = "/B" + std::to_string(b) + "xN" + std::to_string(n);
+    reg("fused_greedy_bf16" + sz + "/cold/pdl",
+        pdl([=](benchmark::State& s) { BM_fused_greedy(s, b, n, true, false); }), 20);
+    reg("fused_greedy_bf16" + sz + "/warm/pdl",
+        pdl([=](benchmark::State& s) { BM_fused_greedy(s, b, n, false, false); }), 50);
+    const std::size_t words = std::size_t(b) * n * kVocab / 2;
+    reg("read_once_fp32/fused_bytes" + sz + "/cold/pdl",
+        pdl([=](benchmark::State& s) { BM_read_once(s, words, 0, true); }), 20);
+  }
+  // The same in a pipeline: each call after a 5 us kernel that allows no early launch (the least a
+  // programmatic launch can gain from); subtract "after_busy_5us/busy_kernel_alone" for the call.
+  constexpr unsigned kBusyNs = 5000;
+  reg("after_busy_5us/busy_kernel_alone",
+      after_busy(kBusyNs, [](benchmark::State& s) { BM_busy_alone(s); }), 20);
+  for (bool p : {false, true}) {
+    const std::string tag = p ? "/pdl" : "";
+    const auto mode = [p](auto fn) {
+      return [p, fn](benchmark::State& s) {
+        g_launch.programmatic_dependent = p;
+        fn(s);
+        g_launch.programmatic_dependent = false;
+      };
+    };
+    for (auto [b, n] : {std::pair{1, 8}, {1, 16}}) {
+      const std::string sz = "/B" + std::to_string(b) + "xN" + std::to_string(n);
+      reg("after_busy_5us/fused_greedy_bf16" + sz + "/cold" + tag,
+          after_busy(kBusyNs,
+                     mode([=](benchmark::State& s) { BM_fused_greedy(s, b, n, true, false); })),
+          20);
+      const std::size_t words = std::size_t(b) * n * kVocab / 2;
+      reg("after_busy_5us/read_once_fp32/fused_bytes" + sz + "/cold" + tag,
+          after_busy(kBusyNs, mode([=](benchmark::State& s) { BM_read_once(s, words, 0, true); })),
+          20);
+    }
+    const std::size_t fa = std::size_t(1) * 4 * kVocab;
+    reg("after_busy_5us/tree_sampling_fp32/B1xN4/cold" + tag,
+        after_busy(kBusyNs, mode([](benchmark::State& s) { BM_tree_sampling(s, 1, 4, true); })),
+        20);
+    reg("after_busy_5us/read_once_fp32/tree/B1xN4/cold" + tag,
+        after_busy(kBusyNs, mode([=](benchmark::State& s) { BM_read_once(s, fa, 0, true); })), 20);
+  }
   reg(
       "fused_greedy_fp32/B64xN64/cold",
       [](benchmark::State& s) { BM_fused_greedy(s, 64, 64, true, true); }, 20);
@@ -572,6 +652,9 @@ int main(int argc, char** argv) {
         reg(
             "ddtree_build" + sz + "/no_masks",
             [=](benchmark::State& s) { BM_ddtree(s, b, budget, 16, kk, false); }, 30);
+      if (budget == 64)
+        reg("ddtree_build" + sz + "/masks/pdl",
+            pdl([=](benchmark::State& s) { BM_ddtree(s, b, budget, 16, kk, true); }), 30);
     }
   // 1 x 65: the tree of a DDTree budget of 64 (the root and 64 nodes); it takes the block walk.
   for (auto [b, n] : {std::pair{1, 4},
@@ -608,6 +691,12 @@ int main(int argc, char** argv) {
     reg(
         "read_once_fp32/tree" + sz + "/cold",
         [=](benchmark::State& s) { BM_read_once(s, fa, 0, true); }, 20);
+    if (b * n <= 8) {
+      reg("tree_sampling_fp32" + sz + "/cold/pdl",
+          pdl([=](benchmark::State& s) { BM_tree_sampling(s, b, n, true); }), 20);
+      reg("read_once_fp32/tree" + sz + "/cold/pdl",
+          pdl([=](benchmark::State& s) { BM_read_once(s, fa, 0, true); }), 20);
+    }
   }
   for (auto [b, kk] : {std::pair{1, 7}, {8, 15}, {64, 7}}) {
     const std::string sz = "/B" + std::to_string(b) + "xK" + std::to_string(kk);
@@ -618,6 +707,12 @@ int main(int argc, char** argv) {
     reg(
         "read_once_fp32/chain" + sz + "/cold",
         [=](benchmark::State& s) { BM_read_once(s, ft, fd, true); }, 20);
+    if (b == 1) {
+      reg("chain_sampling_fp32" + sz + "/cold/pdl",
+          pdl([=](benchmark::State& s) { BM_chain_sampling(s, b, kk, true); }), 20);
+      reg("read_once_fp32/chain" + sz + "/cold/pdl",
+          pdl([=](benchmark::State& s) { BM_read_once(s, ft, fd, true); }), 20);
+    }
   }
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();

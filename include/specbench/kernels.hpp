@@ -32,6 +32,19 @@ namespace specbench::kernels {
 /// A CUDA stream; nullptr is the legacy default stream.
 using Stream = CUstream_st*;
 
+/// How a launcher launches its kernel; the default is a plain launch.
+struct LaunchOptions {
+  /// Programmatic dependent launch (sm_90 and newer; CUDA graphs keep it as a programmatic edge).
+  /// The kernel's blocks may be scheduled before the previous kernel in the stream has finished:
+  /// they do their set-up, then wait until that kernel has ended and its writes are visible before
+  /// they touch any buffer, so the results are exactly those of a plain launch. The kernel in turn
+  /// lets the next kernel launched this way be scheduled once its own bulk reads are done. What it
+  /// saves is the gap between kernels (fused greedy 1 x 16: 0.3 us of 4; docs/kernels.md), and
+  /// only where the neighbouring kernels are launched this way too (CUTLASS and Triton kernels
+  /// can be); between plain launches it saves little or nothing.
+  bool programmatic_dependent = false;
+};
+
 /// Element type of a logits tensor.
 enum class LogitsDtype {
   bf16, ///< bfloat16, as the LM head writes it
@@ -53,7 +66,7 @@ Status verify_chain_greedy(const int32_t* drafts,        // [batch, k] int32
                            int batch, int k,
                            int32_t* accepted, // [batch] int32 out: drafts accepted (0..k)
                            int32_t* bonus,    // [batch] int32 out: target token after them
-                           Stream stream);
+                           Stream stream, LaunchOptions launch = {});
 
 /// Tree greedy verification, parent-array layout: from the root, move to the lowest-index child
 /// whose token equals the target's token at the current node, until none does. Same answers as
@@ -66,7 +79,7 @@ verify_tree_greedy(const int32_t* parents,       // [batch, nodes] int32, parent
                    int32_t* accept_path, // [batch, nodes] int32 out, -1 padded
                    int32_t* accepted,    // [batch] int32 out
                    int32_t* bonus,       // [batch] int32 out
-                   Stream stream);
+                   Stream stream, LaunchOptions launch = {});
 
 /// Tree greedy verification with SGLang's buffers (`verify_tree_greedy` of sgl-kernel, the same
 /// int64 inputs and int32 outputs, global node id = b * nodes + i as `retrive_index` holds it).
@@ -81,7 +94,8 @@ Status verify_tree_greedy_sglang(int32_t* predicts,                   // [batch 
                                  const int64_t* retrive_next_token,   // [batch, nodes] int64
                                  const int64_t* retrive_next_sibling, // [batch, nodes] int64
                                  const int64_t* target_predict,       // [batch * nodes] int64
-                                 int batch, int nodes, int steps, Stream stream);
+                                 int batch, int nodes, int steps, Stream stream,
+                                 LaunchOptions launch = {});
 
 // ---------------------------------------------------------------------------------------------
 // Fused greedy verification from logits: argmax of every node and the walk, one pass.
@@ -106,7 +120,8 @@ Status verify_greedy_fused(const void* logits, // [batch, nodes, vocab] bf16 or 
                            int32_t* accept_path,   // [batch, nodes] int32 out, -1 padded
                            int32_t* accepted,      // [batch] int32 out
                            int32_t* bonus,         // [batch] int32 out
-                           void* workspace, std::size_t workspace_bytes, Stream stream);
+                           void* workspace, std::size_t workspace_bytes, Stream stream,
+                           LaunchOptions launch = {});
 
 /// Zero `bytes` of device memory on `stream` (the one-time preparation of a workspace).
 Status clear_workspace(void* workspace, std::size_t bytes, Stream stream);
@@ -152,7 +167,8 @@ Status verify_tree_sampling(const float* target_probs, // [batch, nodes, vocab] 
                             int32_t* accept_path,   // [batch, nodes] int32 out, -1 padded
                             int32_t* accepted,      // [batch] int32 out
                             int32_t* bonus,         // [batch] int32 out
-                            void* workspace, std::size_t workspace_bytes, Stream stream);
+                            void* workspace, std::size_t workspace_bytes, Stream stream,
+                            LaunchOptions launch = {});
 
 /// The kernel verify_tree_sampling runs on the current device for these sizes with 16-byte
 /// aligned rows: "rows" or "path" ("not compiled" in a build without CUDA). For benchmarks and
@@ -183,7 +199,8 @@ Status verify_chain_sampling(const float* draft_probs,    // [batch, k, vocab] f
                              int batch, int k, int64_t vocab, PhiloxArgs rng,
                              int32_t* output_tokens, // [batch, k + 1] int32 out, -1 padded
                              int32_t* accepted,      // [batch] int32 out: drafts accepted
-                             void* workspace, std::size_t workspace_bytes, Stream stream);
+                             void* workspace, std::size_t workspace_bytes, Stream stream,
+                             LaunchOptions launch = {});
 
 // ---------------------------------------------------------------------------------------------
 // DDTree tree building.
@@ -218,6 +235,6 @@ Status build_ddtree(const float* top_logp,      // [batch, depth, k] fp32
                     const int32_t* root_tokens, // [batch] int32
                     const int32_t* seq_lens,    // [batch] int32 (positions base), or nullptr = 0
                     int batch, int depth, int k, int budget, const DdtreeOutputs& out,
-                    Stream stream);
+                    Stream stream, LaunchOptions launch = {});
 
 } // namespace specbench::kernels
