@@ -130,12 +130,19 @@ __global__ void walk_kernel(int32_t* predicts, int32_t* accept_index, int32_t* a
 
 __global__ void empty() {}
 
-__global__ void busy(unsigned ns) {
+__global__ void busy(unsigned ns, unsigned signal_ns) {
   uint64_t t0, t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  bool signalled = signal_ns == 0;
   do {
     __nanosleep(200);
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    if (!signalled && t - t0 >= signal_ns) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+      asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+      signalled = true;
+    }
   } while (t - t0 < ns);
 }
 
@@ -236,8 +243,8 @@ void read_once_f32(const float* a, int64_t na, const float* b, int64_t nb, float
 void empty_kernel(CUstream_st* s) {
   empty<<<1, 32, 0, s>>>();
 }
-void busy_kernel(unsigned ns, CUstream_st* s) {
-  busy<<<132, 128, 0, s>>>(ns);
+void busy_kernel(unsigned ns, unsigned signal_ns, CUstream_st* s) {
+  busy<<<132, 128, 0, s>>>(ns, signal_ns);
 }
 
 } // namespace specbench::bench

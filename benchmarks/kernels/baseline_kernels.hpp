@@ -40,8 +40,9 @@ void read_once_f32(const float* a, int64_t na, const float* b, int64_t nb, float
 /// An empty kernel (launch overhead reference).
 void empty_kernel(CUstream_st* s);
 /// A stand-in for the kernel before a verifier in a server (the LM head): 132 blocks that each
-/// spin for `ns` nanoseconds and then exit, without allowing a dependent launch earlier (a plain
-/// kernel, the least a programmatic launch after it can gain from).
-void busy_kernel(unsigned ns, CUstream_st* s);
+/// spin for `ns` nanoseconds and then exit. With `signal_ns` = 0 it allows no dependent launch
+/// before it ends (a plain kernel); otherwise each block allows it `signal_ns` after its start, as
+/// a CUTLASS GEMM with grid dependency control does before its epilogue.
+void busy_kernel(unsigned ns, unsigned signal_ns, CUstream_st* s);
 
 } // namespace specbench::bench

@@ -54,13 +54,17 @@ k::LaunchOptions g_launch{};
 // When above 0, every call of a case's graph is preceded by bb::busy_kernel(g_busy_ns): the case
 // then times the pair, and the "busy_kernel" case the busy kernel alone (cases named after_busy_*).
 unsigned g_busy_ns = 0;
+unsigned g_busy_signal_ns = 0; // when the busy kernel allows the next launch (0: at its end)
 
-// `fn` timed after a busy kernel of `ns` nanoseconds in every call.
-template <class Fn> auto after_busy(unsigned ns, Fn fn) {
-  return [fn, ns](benchmark::State& s) {
+// `fn` timed after a busy kernel of `ns` nanoseconds in every call, which allows the next kernel's
+// launch `signal_ns` after its start (0: only when it ends).
+template <class Fn> auto after_busy(unsigned ns, unsigned signal_ns, Fn fn) {
+  return [fn, ns, signal_ns](benchmark::State& s) {
     g_busy_ns = ns;
+    g_busy_signal_ns = signal_ns;
     fn(s);
     g_busy_ns = 0;
+    g_busy_signal_ns = 0;
   };
 }
 
@@ -96,7 +100,7 @@ void time_graph(benchmark::State& st, int calls,
   bool ok = cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) == cudaSuccess;
   for (int i = 0; ok && i < calls; ++i) {
     if (g_busy_ns > 0)
-      bb::busy_kernel(g_busy_ns, s);
+      bb::busy_kernel(g_busy_ns, g_busy_signal_ns, s);
     ok = launch(i, s);
   }
   ok = (cudaStreamEndCapture(s, &g) == cudaSuccess) && ok;
@@ -598,37 +602,45 @@ int main(int argc, char** argv) {
     reg("read_once_fp32/fused_bytes" + sz + "/cold/pdl",
         pdl([=](benchmark::State& s) { BM_read_once(s, words, 0, true); }), 20);
   }
-  // The same in a pipeline: each call after a 5 us kernel that allows no early launch (the least a
-  // programmatic launch can gain from); subtract "after_busy_5us/busy_kernel_alone" for the call.
+  // The same in a pipeline: each call after a 5 us kernel that allows the next launch only when it
+  // ends (after_busy_5us; the least a programmatic launch can gain from), or 1 us before it ends
+  // (after_signalling_busy_5us). Subtract the busy kernel alone for the call.
   constexpr unsigned kBusyNs = 5000;
-  reg("after_busy_5us/busy_kernel_alone",
-      after_busy(kBusyNs, [](benchmark::State& s) { BM_busy_alone(s); }), 20);
-  for (bool p : {false, true}) {
-    const std::string tag = p ? "/pdl" : "";
-    const auto mode = [p](auto fn) {
-      return [p, fn](benchmark::State& s) {
-        g_launch.programmatic_dependent = p;
-        fn(s);
-        g_launch.programmatic_dependent = false;
+  for (unsigned signal : {0u, kBusyNs - 1000}) {
+    const std::string pre = signal ? "after_signalling_busy_5us" : "after_busy_5us";
+    reg(pre + "/busy_kernel_alone",
+        after_busy(kBusyNs, signal, [](benchmark::State& s) { BM_busy_alone(s); }), 20);
+    for (bool p : {false, true}) {
+      const std::string tag = p ? "/pdl" : "";
+      const auto mode = [p](auto fn) {
+        return [p, fn](benchmark::State& s) {
+          g_launch.programmatic_dependent = p;
+          fn(s);
+          g_launch.programmatic_dependent = false;
+        };
       };
-    };
-    for (auto [b, n] : {std::pair{1, 8}, {1, 16}}) {
-      const std::string sz = "/B" + std::to_string(b) + "xN" + std::to_string(n);
-      reg("after_busy_5us/fused_greedy_bf16" + sz + "/cold" + tag,
-          after_busy(kBusyNs,
-                     mode([=](benchmark::State& s) { BM_fused_greedy(s, b, n, true, false); })),
+      for (auto [b, n] : {std::pair{1, 8}, {1, 16}}) {
+        const std::string sz = "/B" + std::to_string(b) + "xN" + std::to_string(n);
+        reg(pre + "/fused_greedy_bf16" + sz + "/cold" + tag,
+            after_busy(kBusyNs, signal,
+                       mode([=](benchmark::State& s) { BM_fused_greedy(s, b, n, true, false); })),
+            20);
+        const std::size_t words = std::size_t(b) * n * kVocab / 2;
+        reg(pre + "/read_once_fp32/fused_bytes" + sz + "/cold" + tag,
+            after_busy(kBusyNs, signal,
+                       mode([=](benchmark::State& s) { BM_read_once(s, words, 0, true); })),
+            20);
+      }
+      const std::size_t fa = std::size_t(1) * 4 * kVocab;
+      reg(pre + "/tree_sampling_fp32/B1xN4/cold" + tag,
+          after_busy(kBusyNs, signal,
+                     mode([](benchmark::State& s) { BM_tree_sampling(s, 1, 4, true); })),
           20);
-      const std::size_t words = std::size_t(b) * n * kVocab / 2;
-      reg("after_busy_5us/read_once_fp32/fused_bytes" + sz + "/cold" + tag,
-          after_busy(kBusyNs, mode([=](benchmark::State& s) { BM_read_once(s, words, 0, true); })),
+      reg(pre + "/read_once_fp32/tree/B1xN4/cold" + tag,
+          after_busy(kBusyNs, signal,
+                     mode([=](benchmark::State& s) { BM_read_once(s, fa, 0, true); })),
           20);
     }
-    const std::size_t fa = std::size_t(1) * 4 * kVocab;
-    reg("after_busy_5us/tree_sampling_fp32/B1xN4/cold" + tag,
-        after_busy(kBusyNs, mode([](benchmark::State& s) { BM_tree_sampling(s, 1, 4, true); })),
-        20);
-    reg("after_busy_5us/read_once_fp32/tree/B1xN4/cold" + tag,
-        after_busy(kBusyNs, mode([=](benchmark::State& s) { BM_read_once(s, fa, 0, true); })), 20);
   }
   reg(
       "fused_greedy_fp32/B64xN64/cold",
