@@ -42,7 +42,9 @@ struct LaunchOptions {
   /// only where the kernel before allows an early launch too (CUTLASS and Triton kernels can):
   /// after a kernel that allows it 1 us before its end, fused greedy 1 x 16 cost 3.56 us instead
   /// of 4.1, but after one that allows none every kernel took about 0.25 us longer
-  /// (docs/kernels.md). Measure it in your pipeline.
+  /// (docs/kernels.md). Measure it in your pipeline. As with any such kernel, a kernel launched
+  /// after one of these with the same attribute must wait (cudaGridDependencySynchronize or
+  /// griddepcontrol.wait) before it reads their outputs; a plainly launched one always waits.
   bool programmatic_dependent = false;
 };
 
