@@ -1,5 +1,6 @@
 // Sweep -> Matrix: phases of cells with stable ids, substituted argv and config hashes.
 #include "specbench/matrix.hpp"
+#include "core/json_text.hpp"
 
 #include "config/workload_json.hpp"
 
@@ -144,8 +145,7 @@ Expected<Matrix> expand_matrix(const Sweep& sweep, const PlanContext& context) {
                             {"context_length", c.context_length},
                             {"gpus", phase.gpus}};
         // Same text as dump() for UTF-8 (so the same hash); replace: never throw on other bytes.
-        c.config_hash =
-            stable_hash(h.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+        c.config_hash = stable_hash(detail::json_text(h));
         phase.cells.push_back(std::move(c));
       }
     }
@@ -181,7 +181,7 @@ std::string matrix_to_json(const Matrix& matrix, const Sweep& sweep) {
                              {"config_hash", c.config_hash}});
     j["phases"].push_back(std::move(pj));
   }
-  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+  return detail::json_text(j, 2);
 }
 
 } // namespace specbench

@@ -2,6 +2,7 @@
 // failed cuInit poisons its process and a hung driver must not hang the caller. It loads libcuda
 // with dlopen and walks the cuda-driver, compute and interconnect layers, writing one JSON event
 // per line to stdout as it goes, so that the parent knows which step hung if it has to kill it.
+#include "core/json_text.hpp"
 #include "preflight/cuda_api.hpp"
 #include "preflight/probe.hpp"
 #include "preflight/probe_fatbin.hpp"
@@ -26,7 +27,7 @@ using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 void emit(int fd, const json& event) {
-  std::string line = event.dump(-1, ' ', false, json::error_handler_t::replace);
+  std::string line = detail::json_text(event);
   line += '\n';
   const char* p = line.data();
   size_t left = line.size();

@@ -1,4 +1,5 @@
 // PreflightReport: verdicts, the JSON document (schema in docs/preflight.md) and the human table.
+#include "core/json_text.hpp"
 #include "specbench/build_info.hpp"
 #include "specbench/preflight.hpp"
 
@@ -194,7 +195,7 @@ std::string PreflightReport::to_json(int indent) const {
     cj["remedy"] = c.remedy.empty() ? json(nullptr) : json(c.remedy);
     j["checks"].push_back(std::move(cj));
   }
-  return j.dump(indent, ' ', false, json::error_handler_t::replace);
+  return detail::json_text(j, indent);
 }
 
 std::string PreflightReport::to_table(bool colour) const {

@@ -1,4 +1,5 @@
 // Renders a report as Markdown, CSV and JSON, and writes the report files.
+#include "core/json_text.hpp"
 #include "results/json_detail.hpp"
 #include "specbench/report.hpp"
 
@@ -338,7 +339,7 @@ std::string report_json(const Report& r) {
             {"phases", phases},
             {"missing", r.missing},
             {"problems", r.problems}};
-  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  return detail::json_text(j, 2) + "\n";
 }
 
 Expected<ReportFiles> write_report_files(const Report& report, const std::filesystem::path& dir) {

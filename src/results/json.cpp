@@ -1,4 +1,5 @@
 // JSON form of cell results and the manifest (schema in docs/results_schema.md).
+#include "core/json_text.hpp"
 #include "results/json_detail.hpp"
 
 #include "config/workload_json.hpp"
@@ -34,7 +35,7 @@ std::string unembed(const json& j) {
     return {};
   if (j.is_string())
     return j.get<std::string>();
-  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+  return detail::json_text(j);
 }
 
 json opt(const std::optional<double>& v) {
@@ -443,8 +444,7 @@ Manifest manifest_from_json_obj(const json& j) {
 std::string to_json(const CellResult& result) {
   // replace: a byte that is not UTF-8 must not cost the result (text is repaired where it enters;
   // this is the last guard).
-  return detail::cell_result_to_json(result).dump(2, ' ', false, json::error_handler_t::replace) +
-         "\n";
+  return detail::json_text(detail::cell_result_to_json(result), 2) + "\n";
 }
 
 Expected<CellResult> cell_result_from_json(const std::string& text) {
@@ -458,9 +458,7 @@ Expected<CellResult> cell_result_from_json(const std::string& text) {
 }
 
 std::string to_json(const Manifest& manifest) {
-  return detail::manifest_to_json_obj(manifest).dump(2, ' ', false,
-                                                     json::error_handler_t::replace) +
-         "\n";
+  return detail::json_text(detail::manifest_to_json_obj(manifest), 2) + "\n";
 }
 
 Expected<Manifest> manifest_from_json(const std::string& text) {
