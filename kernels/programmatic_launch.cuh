@@ -28,7 +28,7 @@ __device__ __forceinline__ void wait_for_previous_kernel() {
 /// this one to end before it reads anything. Kernels call it when a block's bulk reads are done:
 /// called at the start, the next call's blocks took the SMs this call's later blocks needed
 /// (fused greedy 8 x 16, a grid sized to one wave: 11.0-11.4 us warm against 8.6-8.9,
-/// 2026-12-05 03:00 UTC).
+/// 2026-12-05 02:59 UTC, docs/h200-2026-12-05/ab_0259_pdl_trigger_at_start.txt).
 __device__ __forceinline__ void allow_next_kernel() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");

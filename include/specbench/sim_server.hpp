@@ -129,9 +129,10 @@ enum class SimFault {
   garbage_crash_after,
   /// generation answers are HTTP 500 with a long body that is not UTF-8 text
   garbage_body,
-  /// generation answers are well formed, but the final counts of request n lie (n % 5: more
-  /// tokens than asked for, a fraction, 1e300 prompt tokens, a negative count; the fifth sends
-  /// prompt tokens -1, the "not known" of some servers, which is no lie)
+  /// generation answers are well formed, but the final counts of request n lie (n % 6: more
+  /// tokens than asked for, a fraction, 1e300 prompt tokens, a negative count; at 4 prompt tokens
+  /// -1, the "not known" of some servers, which is no lie; at 5 more verify steps than output
+  /// tokens in meta_info, or more drafts accepted than proposed in timings)
   lying_counts,
 };
 /// Stable name as on the command line, e.g. "crash-after".
