@@ -10,6 +10,12 @@ namespace {
 
 using json = nlohmann::json;
 
+// A whole number from 0 to 2^31 - 1 (a token id or count): outside int32 it would be cut to
+// another, valid-looking value.
+bool is_int32_count(const json& x) {
+  return x.is_number_integer() && x.get<int64_t>() >= 0 && x.get<int64_t>() <= INT32_MAX;
+}
+
 uint64_t splitmix(uint64_t& s) {
   uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -54,8 +60,7 @@ Expected<std::vector<Prompt>> load_prompt_dataset(const std::filesystem::path& p
       if (!it->is_array())
         return bad("\"input_ids\" must be an array");
       for (const auto& x : *it) {
-        // A token id outside int32 would be cut to another, valid-looking id.
-        if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() > INT32_MAX)
+        if (!is_int32_count(x))
           return bad("\"input_ids\" must hold token ids, whole numbers from 0 to 2^31 - 1 (got " +
                      x.dump() + ")");
         p.input_ids.push_back(static_cast<int32_t>(x.get<int64_t>()));
@@ -75,7 +80,7 @@ Expected<std::vector<Prompt>> load_prompt_dataset(const std::filesystem::path& p
         p.text = p.messages.back().content;
     }
     if (auto it = j.find("prompt_tokens"); it != j.end() && p.tokens == 0) {
-      if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > INT32_MAX)
+      if (!is_int32_count(*it))
         return bad("\"prompt_tokens\" must be a whole number from 0 to 2^31 - 1 (got " +
                    it->dump() + ")");
       p.tokens = static_cast<int>(it->get<int64_t>());
