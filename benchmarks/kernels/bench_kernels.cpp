@@ -68,14 +68,17 @@ template <class Fn> auto after_busy(unsigned ns, unsigned signal_ns, Fn fn) {
   };
 }
 
-// `fn` run with programmatic dependent launch: every call of the case's graph may start while the
-// previous one finishes (the case names end in /pdl).
-template <class Fn> auto pdl(Fn fn) {
-  return [fn](benchmark::State& s) {
-    g_launch.programmatic_dependent = true;
+// `fn` run with programmatic dependent launch when `programmatic` (the case names end in /pdl):
+// every call of the case's graph may start while the previous kernel finishes.
+template <class Fn> auto with_launch(bool programmatic, Fn fn) {
+  return [fn, programmatic](benchmark::State& s) {
+    g_launch.programmatic_dependent = programmatic;
     fn(s);
     g_launch.programmatic_dependent = false;
   };
+}
+template <class Fn> auto pdl(Fn fn) {
+  return with_launch(true, fn);
 }
 
 // Buffer copies needed so that a rotation through them exceeds twice the L2 (cold), or 1 (warm).
@@ -612,13 +615,7 @@ int main(int argc, char** argv) {
         after_busy(kBusyNs, signal, [](benchmark::State& s) { BM_busy_alone(s); }), 20);
     for (bool p : {false, true}) {
       const std::string tag = p ? "/pdl" : "";
-      const auto mode = [p](auto fn) {
-        return [p, fn](benchmark::State& s) {
-          g_launch.programmatic_dependent = p;
-          fn(s);
-          g_launch.programmatic_dependent = false;
-        };
-      };
+      const auto mode = [p](auto fn) { return with_launch(p, fn); };
       for (auto [b, n] : {std::pair{1, 8}, {1, 16}}) {
         const std::string sz = "/B" + std::to_string(b) + "xN" + std::to_string(n);
         reg(pre + "/fused_greedy_bf16" + sz + "/cold" + tag,
