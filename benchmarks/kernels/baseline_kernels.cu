@@ -3,6 +3,8 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <cstddef>
+
 namespace specbench::bench {
 namespace {
 
@@ -36,6 +38,17 @@ __global__ void plant_bf16_kernel(uint16_t* x, int64_t rows, int64_t vocab, cons
   const int64_t r = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   if (r < rows)
     x[r * vocab + idx[r]] = __bfloat16_as_ushort(__float2bfloat16(30.0f));
+}
+
+// Row r of the LM head's input is the unit vector e_r, and weight [idx[r], r] is 30: the GEMM's
+// row r is then column r of the weights, with its maximum at idx[r].
+__global__ void plant_lm_head_kernel(uint16_t* weights, uint16_t* hidden_states, int rows,
+                                     int hidden, const int32_t* idx) {
+  const int r = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r < rows) {
+    weights[int64_t(idx[r]) * hidden + r] = __bfloat16_as_ushort(__float2bfloat16(30.0f));
+    hidden_states[int64_t(r) * hidden + r] = __bfloat16_as_ushort(__float2bfloat16(1.0f));
+  }
 }
 
 __global__ void plant_f32_kernel(float* x, int64_t rows, int64_t vocab, const int32_t* idx,
@@ -206,6 +219,12 @@ void plant_f32(float* probs, int64_t rows, int64_t vocab, const int32_t* idx, CU
                float value) {
   plant_f32_kernel<<<static_cast<unsigned>((rows + 255) / 256), 256, 0, s>>>(probs, rows, vocab,
                                                                              idx, value);
+}
+void plant_lm_head(uint16_t* weights, uint16_t* hidden_states, int rows, int hidden,
+                   const int32_t* idx, CUstream_st* s) {
+  cudaMemsetAsync(hidden_states, 0, std::size_t(rows) * hidden * 2, s);
+  plant_lm_head_kernel<<<(rows + 255) / 256, 256, 0, s>>>(weights, hidden_states, rows, hidden,
+                                                           idx);
 }
 void bf16_to_f32(const uint16_t* in, float* out, int64_t n, CUstream_st* s) {
   // n is a multiple of 8 in every benchmark shape.

@@ -18,6 +18,11 @@ void plant_bf16(uint16_t* logits, int64_t rows, int64_t vocab, const int32_t* id
 /// probs[r, idx[r]] += value for each of `rows` rows (fp32), so draws follow the tree.
 void plant_f32(float* probs, int64_t rows, int64_t vocab, const int32_t* idx, CUstream_st* s,
                float value = 1000.0f);
+/// Inputs of an LM-head GEMM whose output rows have known maxima: `hidden_states` [rows, hidden]
+/// becomes the first `rows` unit vectors (rows <= hidden) and weights [vocab, hidden] get 30 at
+/// [idx[r], r], so logits = hidden_states x weights^T has row r's maximum at idx[r].
+void plant_lm_head(uint16_t* weights, uint16_t* hidden_states, int rows, int hidden,
+                   const int32_t* idx, CUstream_st* s);
 
 /// Deployed step 1: out[i] = float(in[i]) (torch's `.float()`), vectorised.
 void bf16_to_f32(const uint16_t* in, float* out, int64_t n, CUstream_st* s);

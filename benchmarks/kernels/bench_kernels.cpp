@@ -12,6 +12,9 @@
 
 #include <benchmark/benchmark.h>
 #include <cuda_runtime.h>
+#if SPECBENCH_BENCH_CUBLAS
+#include <cublas_v2.h>
+#endif
 
 #include <algorithm>
 #include <cmath>
@@ -286,6 +289,171 @@ void BM_deployed_greedy(benchmark::State& st, int batch, int n, bool cold) {
   cudaMemcpy(&a0, anum.p, 4, cudaMemcpyDeviceToHost);
   st.counters["accepted0"] = a0;
 }
+
+// ---- after the LM head: the verifier where a server runs it ----------------------------------
+#if SPECBENCH_BENCH_CUBLAS
+// In a server the verifier runs right after the LM head's GEMM, which has just written the logits:
+// they sit in L2, while the 1.56 GB of weights it streamed have pushed the verifier's code and
+// small arrays out. Neither "cold" (logits in HBM) nor "warm" (everything in L2) is that state.
+// These cases run the real GEMM (cuBLAS, bf16, hidden 5120 x vocab 151,936, fp32 accumulation)
+// before every call and time graph A (GEMM alone) and graph B (GEMM then the call) alternately;
+// `added_us` is the median over iterations of (B - A) per call: what the call adds to the step.
+constexpr int kHidden = 5120;
+
+// What follows the LM head in a case: the launch of one call on the GEMM's logits.
+using AfterLmHead = std::function<bool(const uint16_t* logits, cudaStream_t)>;
+
+void time_after_lm_head(benchmark::State& st, int rows, const std::vector<int32_t>& plant,
+                        const AfterLmHead& call) {
+  const std::size_t wbytes = std::size_t(kVocab) * kHidden * 2;
+  DevMem w(wbytes), x(std::size_t(rows) * kHidden * 2), logits(std::size_t(rows) * kVocab * 2),
+      idx(std::size_t(rows) * 4), cublas_ws(32u << 20);
+  if (!w.p || !x.p || !logits.p || !cublas_ws.p)
+    return st.SkipWithError("out of device memory");
+  upload(idx, plant);
+  bb::fill_random_bf16(w.as<uint16_t>(), int64_t(kVocab) * kHidden, 99, nullptr);
+  bb::plant_lm_head(w.as<uint16_t>(), x.as<uint16_t>(), rows, kHidden, idx.as<int32_t>(), nullptr);
+  cublasHandle_t h = nullptr;
+  if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS)
+    return st.SkipWithError("cublasCreate failed");
+  struct Handle {
+    cublasHandle_t h;
+    ~Handle() { cublasDestroy(h); }
+  } handle{h};
+  cudaStream_t s;
+  cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  // A workspace of its own, so that capturing the GEMM allocates nothing.
+  cublasSetStream(h, s);
+  cublasSetWorkspace(h, cublas_ws.p, 32u << 20);
+  const float one = 1.0f, zero = 0.0f;
+  // logits [rows, V] = x [rows, K] x w[V, K]^T, in cuBLAS' column-major terms C (V x rows) =
+  // W^T(op) x X, as torch's F.linear asks for it.
+  const auto gemm = [&] {
+    return cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(kVocab), rows, kHidden, &one,
+                        w.p, CUDA_R_16BF, kHidden, x.p, CUDA_R_16BF, kHidden, &zero, logits.p,
+                        CUDA_R_16BF, static_cast<int>(kVocab), CUBLAS_COMPUTE_32F,
+                        CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_SUCCESS;
+  };
+  // One step outside capture loads the modules, then the two graphs of `calls` steps each.
+  constexpr int calls = 8;
+  bool ok = gemm() && call(logits.as<uint16_t>(), s) && cudaStreamSynchronize(s) == cudaSuccess;
+  cudaGraphExec_t ge[2] = {nullptr, nullptr};
+  for (int with_call = 0; ok && with_call < 2; ++with_call) {
+    cudaGraph_t g;
+    ok = cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) == cudaSuccess;
+    for (int i = 0; ok && i < calls; ++i)
+      ok = gemm() && (!with_call || call(logits.as<uint16_t>(), s));
+    ok = (cudaStreamEndCapture(s, &g) == cudaSuccess) && ok;
+    ok = ok && cudaGraphInstantiate(&ge[with_call], g, 0) == cudaSuccess;
+    cudaGraphDestroy(g);
+  }
+  if (!ok) {
+    st.SkipWithError("capture or launch failed");
+    cudaGetLastError();
+  } else {
+    cudaEvent_t e[3];
+    for (auto& ev : e)
+      cudaEventCreate(&ev);
+    for (int w_ = 0; w_ < 2; ++w_) {
+      cudaGraphLaunch(ge[0], s);
+      cudaGraphLaunch(ge[1], s);
+    }
+    std::vector<double> base, added;
+    for (auto _ : st) {
+      cudaEventRecord(e[0], s);
+      cudaGraphLaunch(ge[0], s);
+      cudaEventRecord(e[1], s);
+      cudaGraphLaunch(ge[1], s);
+      cudaEventRecord(e[2], s);
+      cudaEventSynchronize(e[2]);
+      float a_ms = 0.0f, b_ms = 0.0f;
+      cudaEventElapsedTime(&a_ms, e[0], e[1]);
+      cudaEventElapsedTime(&b_ms, e[1], e[2]);
+      base.push_back(a_ms * 1e3 / calls);
+      added.push_back((b_ms - a_ms) * 1e3 / calls);
+      st.SetIterationTime(b_ms / 1e3 / calls);
+    }
+    if (cudaGetLastError() != cudaSuccess)
+      st.SkipWithError("CUDA error during replay");
+    const auto quantile = [](std::vector<double> v, double q) {
+      std::sort(v.begin(), v.end());
+      return v.empty() ? 0.0 : v[static_cast<std::size_t>(q * (v.size() - 1) + 0.5)];
+    };
+    st.counters["lm_head_us"] = quantile(base, 0.5);
+    st.counters["added_us"] = quantile(added, 0.5);
+    st.counters["added_us_p10"] = quantile(added, 0.1);
+    st.counters["added_us_p90"] = quantile(added, 0.9);
+    for (auto& ev : e)
+      cudaEventDestroy(ev);
+  }
+  for (auto& g : ge)
+    if (g)
+      cudaGraphExecDestroy(g);
+  cudaStreamDestroy(s);
+}
+
+enum class AfterLmHeadCall { empty_kernel, fused, deployed, read_once };
+
+void BM_after_lm_head(benchmark::State& st, AfterLmHeadCall what, int batch, int n) {
+  const int64_t rows = int64_t(batch) * n;
+  const Trees t = make_trees(batch, n, 1);
+  DevMem par(rows * 4), tok(rows * 4), path(rows * 4), tgt(rows * 4), acc(batch * 4),
+      bon(batch * 4), f32(rows * kVocab * 4), pred64(rows * 8), cand(rows * 8), ridx(rows * 8),
+      rnext(rows * 8), rsib(rows * 8), predicts(rows * 4), aidx(batch * 16 * 4), out(132 * 8 * 4);
+  upload(par, t.parents);
+  upload(tok, t.tokens);
+  upload(cand, t.cand);
+  upload(ridx, t.ridx);
+  upload(rnext, t.rnext);
+  upload(rsib, t.rsib);
+  const std::size_t wsb = k::verify_greedy_fused_workspace_bytes(batch, n, kVocab);
+  DevMem ws(wsb);
+  (void)k::clear_workspace(ws.p, wsb, nullptr);
+  cudaMemset(acc.p, 0xFF, batch * 4);
+  AfterLmHead call;
+  switch (what) {
+  case AfterLmHeadCall::empty_kernel:
+    call = [](const uint16_t*, cudaStream_t s) {
+      bb::empty_kernel(s);
+      return cudaGetLastError() == cudaSuccess;
+    };
+    break;
+  case AfterLmHeadCall::fused:
+    call = [&](const uint16_t* logits, cudaStream_t s) {
+      return k::verify_greedy_fused(logits, k::LogitsDtype::bf16, par.as<int32_t>(),
+                                    tok.as<int32_t>(), batch, n, kVocab, tgt.as<int32_t>(),
+                                    path.as<int32_t>(), acc.as<int32_t>(), bon.as<int32_t>(), ws.p,
+                                    wsb, s, g_launch)
+          .is_ok();
+    };
+    break;
+  case AfterLmHeadCall::deployed:
+    call = [&](const uint16_t* logits, cudaStream_t s) {
+      bb::bf16_to_f32(logits, f32.as<float>(), rows * kVocab, s);
+      bb::argmax_rows_f32(f32.as<float>(), rows, kVocab, pred64.as<int64_t>(), s);
+      bb::walk_one_thread(predicts.as<int32_t>(), aidx.as<int32_t>(), acc.as<int32_t>(),
+                          cand.as<int64_t>(), ridx.as<int64_t>(), rnext.as<int64_t>(),
+                          rsib.as<int64_t>(), pred64.as<int64_t>(), batch, n, 16, s);
+      return cudaGetLastError() == cudaSuccess;
+    };
+    break;
+  case AfterLmHeadCall::read_once:
+    call = [&](const uint16_t* logits, cudaStream_t s) {
+      bb::read_once_f32(reinterpret_cast<const float*>(logits), rows * kVocab / 2, nullptr, 0,
+                        out.as<float>(), 132 * 8, s, g_launch.programmatic_dependent);
+      return cudaGetLastError() == cudaSuccess;
+    };
+    break;
+  }
+  time_after_lm_head(st, static_cast<int>(rows), t.plant, call);
+  // Sanity: the GEMM's rows have their maxima at the planted tokens, so the walks reach a leaf.
+  if (what == AfterLmHeadCall::fused || what == AfterLmHeadCall::deployed) {
+    int32_t a0 = -1;
+    cudaMemcpy(&a0, acc.p, 4, cudaMemcpyDeviceToHost);
+    st.counters["accepted0"] = a0;
+  }
+}
+#endif
 
 // ---- walks from target tokens: ours vs SGLang's one-thread walk (L2-hot, as in a step) ----------
 
@@ -639,6 +807,30 @@ int main(int argc, char** argv) {
           20);
     }
   }
+#if SPECBENCH_BENCH_CUBLAS
+  // The verifiers right after the LM head's GEMM (added_us: the pair minus the GEMM alone).
+  {
+    using C = AfterLmHeadCall;
+    reg(
+        "after_lm_head/empty_kernel",
+        [](benchmark::State& s) { BM_after_lm_head(s, C::empty_kernel, 1, 1); }, 60);
+    for (auto [b, n] : {std::pair{1, 8}, {1, 16}, {1, 65}, {8, 16}}) {
+      const std::string sz = "/B" + std::to_string(b) + "xN" + std::to_string(n);
+      reg(
+          "after_lm_head/fused_greedy_bf16" + sz,
+          [=](benchmark::State& s) { BM_after_lm_head(s, C::fused, b, n); }, 60);
+      reg(
+          "after_lm_head/read_once_fp32/fused_bytes" + sz,
+          [=](benchmark::State& s) { BM_after_lm_head(s, C::read_once, b, n); }, 60);
+      reg(
+          "after_lm_head/deployed_greedy" + sz,
+          [=](benchmark::State& s) { BM_after_lm_head(s, C::deployed, b, n); }, 60);
+      if (b == 1 && n <= 16)
+        reg("after_lm_head/fused_greedy_bf16" + sz + "/pdl",
+            pdl([=](benchmark::State& s) { BM_after_lm_head(s, C::fused, b, n); }), 60);
+    }
+  }
+#endif
   reg(
       "fused_greedy_fp32/B64xN64/cold",
       [](benchmark::State& s) { BM_fused_greedy(s, 64, 64, true, true); }, 20);
