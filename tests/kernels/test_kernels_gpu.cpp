@@ -3,6 +3,7 @@
 // and trees (chains, stars, deep, DDTree trees, budgets 1..1024), ties, NaN and infinite logits,
 // and chi-square tests that the sampling verifiers keep the target distribution.
 #if SPECBENCH_HAVE_CUDA
+#include "gpu_test_support.hpp"
 #include "specbench/kernels.hpp"
 #include "specbench/sampling_reference.hpp"
 #include "specbench/sglang_layout.hpp"
@@ -12,7 +13,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <thread>
 
@@ -21,13 +21,6 @@ using namespace specbench::testing;
 namespace k = specbench::kernels;
 
 namespace {
-
-#define CUDA_OK(x) ASSERT_EQ((x), cudaSuccess) << #x << ": " << cudaGetErrorString(x)
-#define STATUS_OK(x)                                                                               \
-  do {                                                                                             \
-    const ::specbench::Status s_ = (x);                                                            \
-    ASSERT_TRUE(s_.is_ok()) << s_.to_string();                                                     \
-  } while (0)
 
 template <class T> struct Dev {
   T* p = nullptr;
@@ -103,21 +96,6 @@ private:
 
 constexpr TreeShape kShapes[] = {TreeShape::chain, TreeShape::star, TreeShape::deep,
                                  TreeShape::bushy, TreeShape::ddtree};
-
-uint16_t to_bf16(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  if ((u & 0x7FFFFFFFu) > 0x7F800000u)
-    return 0x7FC0;
-  u += 0x7FFFu + ((u >> 16) & 1u);
-  return static_cast<uint16_t>(u >> 16);
-}
-float from_bf16(uint16_t h) {
-  const uint32_t u = static_cast<uint32_t>(h) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
 
 // torch.argmax semantics written plainly: first NaN if any, else first maximum.
 int32_t torch_argmax(const float* x, int64_t n) {

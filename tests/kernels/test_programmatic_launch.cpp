@@ -5,6 +5,7 @@
 // outputs (so the test can tell), then that the launch with the dependency gives the new inputs'
 // outputs, on a stream and replayed from a CUDA graph.
 #if SPECBENCH_HAVE_CUDA
+#include "gpu_test_support.hpp"
 #include "late_writer.hpp"
 #include "specbench/kernels.hpp"
 #include "specbench/sglang_layout.hpp"
@@ -13,7 +14,6 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <functional>
 #include <random>
 #include <string>
@@ -24,8 +24,6 @@ using namespace specbench::testing;
 namespace k = specbench::kernels;
 
 namespace {
-
-#define CUDA_OK(x) ASSERT_EQ((x), cudaSuccess) << #x << ": " << cudaGetErrorString(x)
 
 constexpr unsigned kLateNs = 200'000; // long against any of these kernels
 
@@ -134,13 +132,6 @@ std::vector<int32_t> flat(const std::vector<DraftTree>& trees, bool parents) {
     v.insert(v.end(), (parents ? t.parents : t.tokens).begin(),
              (parents ? t.parents : t.tokens).end());
   return v;
-}
-
-uint16_t to_bf16(float f) { // round to nearest even; the logits here are finite
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  u += 0x7FFFu + ((u >> 16) & 1u);
-  return static_cast<uint16_t>(u >> 16);
 }
 
 // Logits [batch * n, V] in bf16: noise, and 20 at each node's planted target when `targets`.
