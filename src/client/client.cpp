@@ -91,12 +91,14 @@ std::optional<int64_t> first_count(const json& o, std::string* bad, K... keys) {
 }
 
 // Reads SGLang meta_info: token counts and the speculative fields under any of their names.
-// `bad`: the first count that is not one (see get_count).
-void absorb_meta_info(const json& m, RequestRecord& r, std::string* bad) {
+// `bad`: the first count that is not one (see get_count). Returns this object's
+// completion_tokens, which a stream event needs again to count its new tokens.
+std::optional<int64_t> absorb_meta_info(const json& m, RequestRecord& r, std::string* bad) {
   if (auto v = get_count(m, "prompt_tokens", bad))
     r.prompt_tokens = static_cast<int>(*v);
-  if (auto v = get_count(m, "completion_tokens", bad))
-    r.output_tokens = static_cast<int>(*v);
+  const std::optional<int64_t> completion = get_count(m, "completion_tokens", bad);
+  if (completion)
+    r.output_tokens = static_cast<int>(*completion);
   if (auto fr = m.find("finish_reason"); fr != m.end() && !fr->is_null()) {
     if (fr->is_object())
       r.finish_reason = fr->value("type", std::string("?"));
@@ -127,6 +129,7 @@ void absorb_meta_info(const json& m, RequestRecord& r, std::string* bad) {
       break;
     }
   }
+  return completion;
 }
 
 // OpenAI usage + llama.cpp timings.
@@ -346,14 +349,14 @@ struct Transfer {
         return false;
       }
       std::string bad;
-      absorb_meta_info(*m, rec, &bad);
+      const std::optional<int64_t> completion = absorb_meta_info(*m, rec, &bad);
       if (!bad.empty()) {
         set_fail(ErrorKind::malformed, bad);
         return false;
       }
       int64_t count = -1;
-      if (auto ct = get_count(*m, "completion_tokens", nullptr))
-        count = *ct;
+      if (completion)
+        count = *completion;
       else if (auto ids = j.find("output_ids"); ids != j.end() && ids->is_array())
         count = static_cast<int64_t>(ids->size());
       if (count >= 0) {
