@@ -455,7 +455,7 @@ void BM_after_lm_head(benchmark::State& st, AfterLmHeadCall what, int batch, int
 }
 #endif
 
-// ---- walks from target tokens: ours vs SGLang's one-thread walk (L2-hot, as in a step) ----------
+// ---- walks from target tokens, L2-hot (the same buffers every call): ours vs one thread ------
 
 void BM_walk(benchmark::State& st, int batch, int n, bool ours) {
   const int64_t rows = int64_t(batch) * n;
