@@ -4,7 +4,8 @@
 #   scripts/bench_kernels.sh [out_dir] [benchmark_filter]
 # Environment: SPECBENCH_CUDA_ARCH (default 90), SPECBENCH_BUILD_DIR (default build-bench),
 # SPECBENCH_TEST_FILTER (gtest filter, default all kernel GPU tests).
-# Writes to out_dir (default bench-out): gpu.txt, tests.log, bench.json, bench.txt.
+# Writes to out_dir (default bench-out): gpu.txt, tests.log, bench.json, bench.txt; prints each
+# case's time (and, for the after_lm_head cases, added_us: what the call adds to a step).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-bench-out}
@@ -33,4 +34,11 @@ cat "$out/gpu.txt"
   { echo "programmatic launch GPU tests: FAILED"; grep -E "FAILED|Failure" "$out/tests.log" | head; }
 "$build_dir/benchmarks/kernels/bench_kernels" --benchmark_filter="$filter" \
   --benchmark_out="$out/bench.json" --benchmark_out_format=json 2>&1 | tee "$out/bench.txt" |
-  grep -E "^[a-z0-9_]+/" | awk '{printf "%-64s %10s %s\n", $1, $2, $3}'
+  grep -E "^[a-z0-9_]+/" | awk '{
+    # Name and time; for the after_lm_head cases, whose time is the GEMM and the call together,
+    # also what the call adds to the step (added_us, the paired median) and the GEMM alone.
+    extra = ""
+    for (i = 4; i <= NF; i++)
+      if ($i ~ /^(added_us|lm_head_us)=/) extra = extra " " $i
+    printf "%-64s %10s %s%s\n", $1, $2, $3, extra
+  }'
