@@ -24,6 +24,11 @@ struct SglangTree {
 /// `tree` as request `request` of a batch with tree.size() nodes per request.
 SglangTree to_sglang_layout(const DraftTree& tree, int request);
 
+/// A batch's buffers as the kernels take them: request b's tree as to_sglang_layout(trees[b], b),
+/// the requests' arrays one after another. Every tree must have the same size
+/// (std::invalid_argument otherwise).
+SglangTree to_sglang_layout(const std::vector<DraftTree>& trees);
+
 /// What sgl-kernel's greedy walk writes for one request.
 struct SglangAcceptance {
   std::vector<int32_t> accept_index;                 ///< [steps] global ids of the path, -1 padded

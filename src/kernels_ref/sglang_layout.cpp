@@ -16,6 +16,23 @@ SglangTree to_sglang_layout(const DraftTree& tree, int request) {
   return s;
 }
 
+SglangTree to_sglang_layout(const std::vector<DraftTree>& trees) {
+  SglangTree all;
+  for (std::size_t b = 0; b < trees.size(); ++b) {
+    if (trees[b].size() != trees[0].size())
+      throw std::invalid_argument("to_sglang_layout: the batch's trees differ in size");
+    const SglangTree s = to_sglang_layout(trees[b], static_cast<int>(b));
+    const auto append = [](std::vector<int64_t>& to, const std::vector<int64_t>& from) {
+      to.insert(to.end(), from.begin(), from.end());
+    };
+    append(all.candidates, s.candidates);
+    append(all.retrive_index, s.retrive_index);
+    append(all.retrive_next_token, s.retrive_next_token);
+    append(all.retrive_next_sibling, s.retrive_next_sibling);
+  }
+  return all;
+}
+
 SglangAcceptance verify_tree_greedy_sglang_reference(const SglangTree& tree,
                                                      std::span<const int64_t> target_predict,
                                                      int steps) {

@@ -18,6 +18,7 @@
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <stdexcept>
 
 using namespace specbench;
 using namespace specbench::testing;
@@ -91,6 +92,31 @@ TEST(KernelReferences, SglangLayoutWalkEqualsParentWalk) {
         }
       }
     }
+}
+
+// The batch form is each request's layout, in request order, with global ids b * n + i.
+TEST(KernelReferences, SglangBatchLayoutConcatenatesTheRequests) {
+  std::mt19937 rng(10);
+  const int n = 9;
+  std::vector<DraftTree> trees;
+  for (int b = 0; b < 3; ++b)
+    trees.push_back(make_tree(rng, TreeShape::bushy, n, 500));
+  const SglangTree all = to_sglang_layout(trees);
+  ASSERT_EQ(all.candidates.size(), 3u * n);
+  ASSERT_EQ(all.retrive_index.size(), 3u * n);
+  ASSERT_EQ(all.retrive_next_token.size(), 3u * n);
+  ASSERT_EQ(all.retrive_next_sibling.size(), 3u * n);
+  for (int b = 0; b < 3; ++b) {
+    const SglangTree one = to_sglang_layout(trees[b], b);
+    for (int i = 0; i < n; ++i) {
+      EXPECT_EQ(all.candidates[b * n + i], one.candidates[i]);
+      EXPECT_EQ(all.retrive_index[b * n + i], b * n + i);
+      EXPECT_EQ(all.retrive_next_token[b * n + i], one.retrive_next_token[i]);
+      EXPECT_EQ(all.retrive_next_sibling[b * n + i], one.retrive_next_sibling[i]);
+    }
+  }
+  trees.push_back(make_tree(rng, TreeShape::bushy, n + 1, 500));
+  EXPECT_THROW(to_sglang_layout(trees), std::invalid_argument);
 }
 
 // The fused greedy kernel divides block indices by the splits per row and by the nodes per

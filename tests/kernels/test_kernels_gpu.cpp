@@ -213,16 +213,11 @@ TEST(KernelsGpu, TreeGreedyAndSglangLayoutMatchReference) {
       expect_walk(trees, targets, path.get(), acc.get(), bon.get(), what);
 
       // SGLang layout, int64 buffers, with a step limit.
-      std::vector<int64_t> cand, ridx, rnext, rsib, pred(targets.begin(), targets.end());
-      for (int b = 0; b < batch; ++b) {
-        const SglangTree s = to_sglang_layout(trees[b], b);
-        cand.insert(cand.end(), s.candidates.begin(), s.candidates.end());
-        ridx.insert(ridx.end(), s.retrive_index.begin(), s.retrive_index.end());
-        rnext.insert(rnext.end(), s.retrive_next_token.begin(), s.retrive_next_token.end());
-        rsib.insert(rsib.end(), s.retrive_next_sibling.begin(), s.retrive_next_sibling.end());
-      }
+      const std::vector<int64_t> pred(targets.begin(), targets.end());
+      const SglangTree sg = to_sglang_layout(trees);
       for (int steps : {1, 3, n + 1}) {
-        Dev<int64_t> dc(cand), di(ridx), dn(rnext), ds(rsib), dp(pred);
+        Dev<int64_t> dc(sg.candidates), di(sg.retrive_index), dn(sg.retrive_next_token),
+            ds(sg.retrive_next_sibling), dp(pred);
         Dev<int32_t> predicts(static_cast<size_t>(batch) * n),
             aidx(static_cast<size_t>(batch) * steps), anum(batch);
         std::vector<int32_t> init(static_cast<size_t>(batch) * n, -7);

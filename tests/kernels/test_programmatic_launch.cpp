@@ -336,20 +336,11 @@ TEST(ProgrammaticLaunch, GreedyWalksWaitForTheTargetTokens) {
            }});
   }
   {
-    std::vector<int64_t> cand, ridx, rnext, rsib, pf, ps;
-    for (int b = 0; b < batch; ++b) {
-      const SglangTree sg = to_sglang_layout(trees[b], b);
-      cand.insert(cand.end(), sg.candidates.begin(), sg.candidates.end());
-      ridx.insert(ridx.end(), sg.retrive_index.begin(), sg.retrive_index.end());
-      rnext.insert(rnext.end(), sg.retrive_next_token.begin(), sg.retrive_next_token.end());
-      rsib.insert(rsib.end(), sg.retrive_next_sibling.begin(), sg.retrive_next_sibling.end());
-    }
-    for (std::size_t i = 0; i < rows; ++i) {
-      pf.push_back(follow[i]);
-      ps.push_back(random[i]);
-    }
-    const Buf fresh(pf), stale(ps), pred(fresh.bytes), dc(cand), di(ridx), dn(rnext), dsib(rsib),
-        predicts(rows * 4), aidx(std::size_t(batch) * steps * 4), anum(batch * 4);
+    const SglangTree sg = to_sglang_layout(trees);
+    const std::vector<int64_t> pf(follow.begin(), follow.end()), ps(random.begin(), random.end());
+    const Buf fresh(pf), stale(ps), pred(fresh.bytes), dc(sg.candidates), di(sg.retrive_index),
+        dn(sg.retrive_next_token), dsib(sg.retrive_next_sibling), predicts(rows * 4),
+        aidx(std::size_t(batch) * steps * 4), anum(batch * 4);
     check({"SGLang layout",
            &pred,
            &fresh,
