@@ -242,6 +242,17 @@ void walk_one_thread(int32_t* predicts, int32_t* accept_index, int32_t* accept_n
   walk_kernel<<<batch, 1, 0, s>>>(predicts, accept_index, accept_num, candidates, retrive_index,
                                   next_token, next_sibling, target_predict, nodes, steps);
 }
+void deployed_greedy(const uint16_t* logits, float* f32, int64_t* pred64, int32_t* predicts,
+                     int32_t* accept_index, int32_t* accept_num, const int64_t* candidates,
+                     const int64_t* retrive_index, const int64_t* next_token,
+                     const int64_t* next_sibling, int batch, int nodes, int64_t vocab, int steps,
+                     CUstream_st* s) {
+  const int64_t rows = int64_t(batch) * nodes;
+  bf16_to_f32(logits, f32, rows * vocab, s);
+  argmax_rows_f32(f32, rows, vocab, pred64, s);
+  walk_one_thread(predicts, accept_index, accept_num, candidates, retrive_index, next_token,
+                  next_sibling, pred64, batch, nodes, steps, s);
+}
 void read_once_f32(const float* a, int64_t na, const float* b, int64_t nb, float* out,
                    int max_blocks, CUstream_st* s, bool programmatic) {
   const int64_t n4 = (na + nb) / 4;

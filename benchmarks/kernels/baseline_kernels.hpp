@@ -34,6 +34,13 @@ void walk_one_thread(int32_t* predicts, int32_t* accept_index, int32_t* accept_n
                      const int64_t* next_token, const int64_t* next_sibling,
                      const int64_t* target_predict, int batch, int nodes, int steps,
                      CUstream_st* s);
+/// The whole deployed path on bf16 logits [batch * nodes, vocab]: steps 1 to 3 above, through the
+/// fp32 copy `f32` and the int64 argmax `pred64`.
+void deployed_greedy(const uint16_t* logits, float* f32, int64_t* pred64, int32_t* predicts,
+                     int32_t* accept_index, int32_t* accept_num, const int64_t* candidates,
+                     const int64_t* retrive_index, const int64_t* next_token,
+                     const int64_t* next_sibling, int batch, int nodes, int64_t vocab, int steps,
+                     CUstream_st* s);
 /// Reads `na` floats of `a` and `nb` of `b` once (both multiples of 4, 16-byte aligned) and
 /// writes one partial sum per block into `out` (at most `max_blocks` floats): the measured cost
 /// of reading a verifier's inputs once, the reference for "within 1.5x of reading the inputs".

@@ -277,11 +277,10 @@ void BM_deployed_greedy(benchmark::State& st, int batch, int n, bool cold) {
   time_graph(
       st, calls,
       [&](int i, cudaStream_t s) {
-        bb::bf16_to_f32(logits[i % R]->as<uint16_t>(), f32.as<float>(), rows * kVocab, s);
-        bb::argmax_rows_f32(f32.as<float>(), rows, kVocab, pred64.as<int64_t>(), s);
-        bb::walk_one_thread(predicts.as<int32_t>(), aidx.as<int32_t>(), anum.as<int32_t>(),
+        bb::deployed_greedy(logits[i % R]->as<uint16_t>(), f32.as<float>(), pred64.as<int64_t>(),
+                            predicts.as<int32_t>(), aidx.as<int32_t>(), anum.as<int32_t>(),
                             cand.as<int64_t>(), ridx.as<int64_t>(), rnext.as<int64_t>(),
-                            rsib.as<int64_t>(), pred64.as<int64_t>(), batch, n, 16, s);
+                            rsib.as<int64_t>(), batch, n, kVocab, 16, s);
         return cudaGetLastError() == cudaSuccess;
       },
       static_cast<double>(bytes));
@@ -429,11 +428,10 @@ void BM_after_lm_head(benchmark::State& st, AfterLmHeadCall what, int batch, int
     break;
   case AfterLmHeadCall::deployed:
     call = [&](const uint16_t* logits, cudaStream_t s) {
-      bb::bf16_to_f32(logits, f32.as<float>(), rows * kVocab, s);
-      bb::argmax_rows_f32(f32.as<float>(), rows, kVocab, pred64.as<int64_t>(), s);
-      bb::walk_one_thread(predicts.as<int32_t>(), aidx.as<int32_t>(), acc.as<int32_t>(),
-                          cand.as<int64_t>(), ridx.as<int64_t>(), rnext.as<int64_t>(),
-                          rsib.as<int64_t>(), pred64.as<int64_t>(), batch, n, 16, s);
+      bb::deployed_greedy(logits, f32.as<float>(), pred64.as<int64_t>(), predicts.as<int32_t>(),
+                          aidx.as<int32_t>(), acc.as<int32_t>(), cand.as<int64_t>(),
+                          ridx.as<int64_t>(), rnext.as<int64_t>(), rsib.as<int64_t>(), batch, n,
+                          kVocab, 16, s);
       return cudaGetLastError() == cudaSuccess;
     };
     break;
