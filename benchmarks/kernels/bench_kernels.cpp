@@ -8,6 +8,7 @@
 #include "baseline_kernels.hpp"
 #include "specbench/draft_tree.hpp"
 #include "specbench/kernels.hpp"
+#include "specbench/results.hpp"
 #include "specbench/sglang_layout.hpp"
 
 #include <benchmark/benchmark.h>
@@ -374,14 +375,10 @@ void time_after_lm_head(benchmark::State& st, int rows, const std::vector<int32_
     }
     if (cudaGetLastError() != cudaSuccess)
       st.SkipWithError("CUDA error during replay");
-    const auto quantile = [](std::vector<double> v, double q) {
-      std::sort(v.begin(), v.end());
-      return v.empty() ? 0.0 : v[static_cast<std::size_t>(q * (v.size() - 1) + 0.5)];
-    };
-    st.counters["lm_head_us"] = quantile(base, 0.5);
-    st.counters["added_us"] = quantile(added, 0.5);
-    st.counters["added_us_p10"] = quantile(added, 0.1);
-    st.counters["added_us_p90"] = quantile(added, 0.9);
+    st.counters["lm_head_us"] = specbench::percentile(base, 0.5);
+    st.counters["added_us"] = specbench::percentile(added, 0.5);
+    st.counters["added_us_p10"] = specbench::percentile(added, 0.1);
+    st.counters["added_us_p90"] = specbench::percentile(added, 0.9);
     for (auto& ev : e)
       cudaEventDestroy(ev);
   }
