@@ -66,6 +66,11 @@ struct ClientOptions {
   size_t max_body_bytes = 64u << 20; ///< larger responses are cut off and recorded as errors
   size_t body_excerpt_bytes = 512;   ///< how much of an error body is kept
   std::string api_key;               ///< sent as "Authorization: Bearer ..." when not empty
+  /// The most output tokens one verify step can commit (Method::max_tokens_per_step: 1, the
+  /// block, or the deepest tree path plus the bonus); 0 = unknown. A request whose server reports
+  /// more tokens per verify step than this (one extra for the prefill's token) is `malformed`:
+  /// an acceptance length no decoder can reach, or an "autoregressive" server that speculates.
+  int max_tokens_per_step = 0;
 };
 
 /// Why a request failed.
@@ -82,6 +87,7 @@ enum class ErrorKind {
   transport,          ///< the connection broke mid-response (e.g. wrong Content-Length, reset)
   incomplete,         ///< a stream ended without its final event
   aborted,            ///< the run was aborted (abort(), watchdog)
+  server_abort,       ///< the server ended the request itself (SGLang/vLLM finish_reason "abort")
 };
 /// Stable name, e.g. "timeout_first_byte".
 const char* to_string(ErrorKind kind) noexcept;

@@ -134,6 +134,11 @@ enum class SimFault {
   /// -1, the "not known" of some servers, which is no lie; at 5 more verify steps than output
   /// tokens in meta_info, or more drafts accepted than proposed in timings)
   lying_counts,
+  /// answers whose lies look like plausible results (request n, n % 4 = 0: SGLang's
+  /// finish_reason abort after half the tokens; 1: finished with no token at all; 2: the final
+  /// completion_tokens drops to 1 after every token was streamed; 3: spec_verify_ct 1, more
+  /// tokens in one verify step than the method can commit)
+  quiet_lies,
 };
 /// Stable name as on the command line, e.g. "crash-after".
 const char* to_string(SimFault fault) noexcept;

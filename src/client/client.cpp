@@ -157,12 +157,20 @@ void absorb_openai_extras(const json& j, RequestRecord& r, std::string* bad) {
 // Why the speculative figures of a finished request cannot all be true, or "" when they can.
 // These lies would pass as acceptance: a verify step yields at least one token (the bonus), and
 // no server accepts more drafts than it proposed.
-std::string spec_contradiction(const RequestRecord& r) {
+// `max_per_step`: ClientOptions::max_tokens_per_step (0 = unknown).
+std::string spec_contradiction(const RequestRecord& r, int max_per_step) {
   const ServerSpecFigures& s = r.spec;
   if (s.verify_steps && r.output_tokens >= 0 && *s.verify_steps > r.output_tokens)
     return "the server reported " + std::to_string(*s.verify_steps) +
            " verify steps (spec_verify_ct) for " + std::to_string(r.output_tokens) +
            " output tokens, but every verify step yields at least one token";
+  // The prefill commits the first token without a verify step, hence the + 1.
+  if (max_per_step > 0 && s.verify_steps && *s.verify_steps > 0 &&
+      r.output_tokens > *s.verify_steps * max_per_step + 1)
+    return "the server reported " + std::to_string(r.output_tokens) + " output tokens in " +
+           std::to_string(*s.verify_steps) + " verify steps (spec_verify_ct), more than the " +
+           std::to_string(max_per_step) + " per step this cell's method can commit" +
+           (max_per_step == 1 ? " (is the autoregressive cell's server speculating?)" : "");
   if (s.correct_drafts && s.proposed_drafts && *s.correct_drafts > *s.proposed_drafts)
     return "the server reported " + std::to_string(*s.correct_drafts) + " accepted drafts of " +
            std::to_string(*s.proposed_drafts) + " proposed (spec_num_correct_drafts)";
@@ -170,6 +178,18 @@ std::string spec_contradiction(const RequestRecord& r) {
     return "the server reported " + std::to_string(*s.draft_n_accepted) + " accepted drafts of " +
            std::to_string(*s.draft_n) + " proposed (timings.draft_n_accepted)";
   return {};
+}
+
+// The server's message when a finish_reason says it aborted the request: SGLang's
+// {"type": "abort", "message": ...} or the plain "abort" of OpenAI-style answers.
+std::optional<std::string> abort_message(const json& finish_reason) {
+  if (finish_reason.is_string() && finish_reason.get_ref<const std::string&>() == "abort")
+    return std::string("(no message)");
+  if (!finish_reason.is_object() || finish_reason.value("type", std::string()) != "abort")
+    return std::nullopt;
+  auto m = finish_reason.find("message");
+  return m != finish_reason.end() && m->is_string() ? m->get<std::string>()
+                                                    : std::string("(no message)");
 }
 
 std::string error_message_of(const std::string& body) {
@@ -216,6 +236,8 @@ const char* to_string(ErrorKind kind) noexcept {
     return "incomplete";
   case ErrorKind::aborted:
     return "aborted";
+  case ErrorKind::server_abort:
+    return "server_abort";
   }
   return "?";
 }
@@ -277,6 +299,7 @@ struct Transfer {
   curl_slist* headers = nullptr;
   std::string request_body;
   int max_new_tokens = -1; // what was asked for: no server may report more
+  bool ignore_eos = false; // asked for exactly max_new_tokens: none at all is a failure
   RequestRecord rec;
   Clock::time_point t_start, t_last_token, t_last_byte;
   bool active = false;
@@ -333,6 +356,24 @@ struct Transfer {
     return true;
   }
 
+  // A finish_reason that says the server aborted the request fails it (false); a 200 answer
+  // whose tokens stop early would otherwise count as a short, successful one.
+  bool absorb_abort(const json& finish_reason) {
+    const std::optional<std::string> msg = abort_message(finish_reason);
+    if (!msg)
+      return true;
+    int code = 0;
+    if (finish_reason.is_object())
+      if (auto c = get_count(finish_reason, "status_code", nullptr))
+        code = static_cast<int>(*c);
+    rec.context_overflow = is_context_overflow_message(code ? code : 400, *msg);
+    set_fail(rec.context_overflow ? ErrorKind::context_overflow : ErrorKind::server_abort,
+             "the server aborted the request (finish_reason abort" +
+                 (code ? ", status " + std::to_string(code) : std::string()) +
+                 "): " + excerpt(*msg, 300));
+    return false;
+  }
+
   // One JSON object: a stream event (stream = true) or a whole body.
   bool absorb(const json& j, Clock::time_point now, bool stream) {
     if (!j.is_object()) {
@@ -354,11 +395,30 @@ struct Transfer {
         set_fail(ErrorKind::malformed, bad);
         return false;
       }
-      int64_t count = -1;
-      if (completion)
-        count = *completion;
-      else if (auto ids = j.find("output_ids"); ids != j.end() && ids->is_array())
-        count = static_cast<int64_t>(ids->size());
+      if (auto fr = m->find("finish_reason"); fr != m->end())
+        if (!absorb_abort(*fr))
+          return false;
+      const auto ids = j.find("output_ids");
+      const int64_t id_count =
+          ids != j.end() && ids->is_array() ? static_cast<int64_t>(ids->size()) : -1;
+      const int64_t count = completion ? *completion : id_count;
+      if (count >= 0 && count < last_completion) {
+        // Cumulative counts never shrink. A final event that undercounts would pass as a short
+        // answer; incremental output_ids without completion_tokens cannot be counted at all.
+        set_fail(
+            ErrorKind::malformed,
+            std::string(completion ? "meta_info.completion_tokens" : "the length of output_ids") +
+                " went down from " + std::to_string(last_completion) + " to " +
+                std::to_string(count) + " within one stream; the count must be cumulative");
+        return false;
+      }
+      if (completion && id_count > *completion) {
+        // output_ids (cumulative, or the newest ids only) can never outnumber the tokens.
+        set_fail(ErrorKind::malformed, "output_ids holds " + std::to_string(id_count) +
+                                           " ids but meta_info.completion_tokens says " +
+                                           std::to_string(*completion));
+        return false;
+      }
       if (count >= 0) {
         new_tokens = static_cast<int>(std::max<int64_t>(0, count - last_completion));
         last_completion = std::max(last_completion, count);
@@ -397,6 +457,8 @@ struct Transfer {
         if (auto fr = c.find("finish_reason"); fr != c.end() && fr->is_string()) {
           rec.finish_reason = fr->get<std::string>();
           saw_finish = true;
+          if (!absorb_abort(*fr))
+            return false;
         }
       }
       std::string bad;
@@ -638,6 +700,7 @@ struct Client::Impl {
     t.easy = e;
     t.request_body = build_body(r);
     t.max_new_tokens = r.max_new_tokens;
+    t.ignore_eos = r.ignore_eos;
     t.headers = curl_slist_append(nullptr, "Content-Type: application/json");
     t.headers = curl_slist_append(t.headers, "Expect:"); // no 100-continue round trip
     if (opt.stream)
@@ -717,11 +780,17 @@ struct Client::Impl {
     r.error_message = t.fail_msg;
     if (r.error == ErrorKind::none)
       r.e2e_s = secs(t.t_start, t_end);
-    if (r.output_tokens < 0 && !r.chunk_tokens.empty()) {
-      int sum = 0;
-      for (int k : r.chunk_tokens)
-        sum += k;
-      r.output_tokens = sum;
+    int streamed = 0; // tokens the stream itself showed (OpenAI: one per chunk with text)
+    for (int k : r.chunk_tokens)
+      streamed += k;
+    if (r.output_tokens < 0 && !r.chunk_tokens.empty())
+      r.output_tokens = streamed;
+    if (r.error == ErrorKind::none && r.output_tokens >= 0 && streamed > r.output_tokens) {
+      // A final count below what was streamed would pass as a shorter, faster answer.
+      r.error = ErrorKind::malformed;
+      r.error_message = "the server streamed " + std::to_string(streamed) +
+                        " tokens but reported " + std::to_string(r.output_tokens) +
+                        " output tokens in its final count";
     }
     if (r.error == ErrorKind::none && t.max_new_tokens >= 0 && r.output_tokens > t.max_new_tokens) {
       // A lie that would otherwise pass as throughput.
@@ -730,8 +799,19 @@ struct Client::Impl {
                         " output tokens for a request of at most " +
                         std::to_string(t.max_new_tokens) + " (max_new_tokens)";
     }
+    // (A stream with no count and no chunk has no token; a whole body without a count may.)
+    if (r.error == ErrorKind::none && t.ignore_eos && t.max_new_tokens > 0 &&
+        (r.output_tokens == 0 || (r.output_tokens < 0 && opt.stream))) {
+      // With ignore_eos no server may stop before its first token; counting this as done would
+      // add a request of zero tokens (and no time to first token) to the cell's figures.
+      r.error = ErrorKind::malformed;
+      r.error_message =
+          "the server finished the request with no output token" +
+          (r.finish_reason.empty() ? std::string() : " (finish_reason " + r.finish_reason + ")") +
+          ", though ignore_eos asked for " + std::to_string(t.max_new_tokens);
+    }
     if (r.error == ErrorKind::none)
-      if (std::string why = spec_contradiction(r); !why.empty()) {
+      if (std::string why = spec_contradiction(r, opt.max_tokens_per_step); !why.empty()) {
         r.error = ErrorKind::malformed;
         r.error_message = std::move(why);
       }

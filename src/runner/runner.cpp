@@ -652,6 +652,7 @@ CellResult SweepRun::run_cell(const Cell& c, const Phase& phase) {
     const double hang =
         std::max(0.5, std::min(opt_.hang_timeout_s, sweep_.server.request_timeout_s));
     co.idle_timeout_s = hang;
+    co.max_tokens_per_step = c.method.max_tokens_per_step();
     Client client(co);
 
     const int count = std::max(c.workload.requests, c.workload.warmup);

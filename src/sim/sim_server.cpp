@@ -406,6 +406,7 @@ struct SimServer::Impl {
     std::string rid;
     std::string model;
     int lie = -1; // --fault lying-counts: which lie this request's final counts tell (0..5)
+    int quiet_lie = -1; // --fault quiet-lies: which plausible lie this request tells (0..3)
   };
 
   // --fault lying-counts: the final counts of request n tell lie n % 6 (more tokens than asked, a
@@ -439,6 +440,26 @@ struct SimServer::Impl {
       break;
     default:
       break;
+    }
+  }
+
+  // --fault quiet-lies in a finished answer's meta_info (`m`) or OpenAI choice's finish reason
+  // (`choice_finish`): lie 0, SGLang's abort; lie 2, a final count of 1; lie 3, one verify step.
+  // (Lie 1, no token at all, is told by running the job with max_new_tokens 0; lie 2 is told in
+  // OpenAI usage too.)
+  static void tell_quiet_lie(json* m, json* choice_finish, int lie) {
+    if (lie == 0) {
+      if (m)
+        (*m)["finish_reason"] = {{"type", "abort"},
+                                 {"message", "Aborted: simulated scheduler abort (quiet-lies)"},
+                                 {"status_code", 500},
+                                 {"err_type", nullptr}};
+      if (choice_finish)
+        *choice_finish = "abort";
+    } else if (lie == 2 && m) {
+      (*m)["completion_tokens"] = 1;
+    } else if (lie == 3 && m && m->contains("spec_verify_ct")) {
+      (*m)["spec_verify_ct"] = 1;
     }
   }
 
@@ -573,6 +594,7 @@ struct SimServer::Impl {
       m["e2e_latency"] = seconds_since(j.created);
       m.update(spec_fields(j.final_gen, static_cast<int64_t>(out.size())));
       tell_lie(m, g.lie);
+      tell_quiet_lie(&m, nullptr, g.quiet_lie);
     }
     return m;
   }
@@ -593,6 +615,8 @@ struct SimServer::Impl {
               {"completion_tokens", completion},
               {"total_tokens", static_cast<size_t>(j.prompt_tokens) + completion}};
     tell_lie(u, g.lie);
+    if (g.quiet_lie == 2)
+      u["completion_tokens"] = 1;
     return u;
   }
 
@@ -610,6 +634,8 @@ struct SimServer::Impl {
       json choice = {{"index", 0},
                      {"logprobs", nullptr},
                      {"finish_reason", finished ? json("length") : json(nullptr)}};
+      if (finished)
+        tell_quiet_lie(nullptr, &choice["finish_reason"], g.quiet_lie);
       if (g.api == Api::completions)
         choice["text"] = delta;
       else
@@ -648,6 +674,7 @@ struct SimServer::Impl {
            {"meta_info", meta_info(g, j, out, true)}};
     } else {
       json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", "length"}};
+      tell_quiet_lie(nullptr, &choice["finish_reason"], g.quiet_lie);
       if (g.api == Api::completions)
         choice["text"] = token_text(out);
       else
@@ -725,6 +752,13 @@ struct SimServer::Impl {
     }
     if (f == SimFault::lying_counts)
       g.lie = static_cast<int>((n - 1) % 6);
+    if (f == SimFault::quiet_lies) {
+      g.quiet_lie = static_cast<int>((n - 1) % 4);
+      if (g.quiet_lie == 0)
+        g.max_new = std::max(1, g.max_new / 2); // aborted half way
+      else if (g.quiet_lie == 1)
+        g.max_new = 0; // finished with no token
+    }
     if (std::string err = context_error(g); !err.empty()) {
       {
         std::lock_guard lk(mu);

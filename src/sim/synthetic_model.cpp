@@ -290,6 +290,8 @@ const char* to_string(SimFault fault) noexcept {
     return "garbage-body";
   case SimFault::lying_counts:
     return "lying-counts";
+  case SimFault::quiet_lies:
+    return "quiet-lies";
   }
   return "?";
 }
@@ -302,7 +304,8 @@ Expected<SimFaultSpec> parse_sim_fault(std::string_view text) {
                                  SimFault::unavailable,  SimFault::malformed_json,
                                  SimFault::trickle,      SimFault::wrong_content_length,
                                  SimFault::no_metrics,   SimFault::garbage_crash_after,
-                                 SimFault::garbage_body, SimFault::lying_counts};
+                                 SimFault::garbage_body, SimFault::lying_counts,
+                                 SimFault::quiet_lies};
   std::string_view name = text, count;
   if (auto colon = text.find(':'); colon != std::string_view::npos) {
     name = text.substr(0, colon);

@@ -140,6 +140,89 @@ TEST(ClientFaults, CountsThatLieFailTheRequest) {
   }
 }
 
+// Lies that pass every count check of lying-counts: each would have entered the cell's figures
+// as a short, fast or highly accepted answer.
+TEST(ClientFaults, QuietLiesFailTheRequest) {
+  for (ApiKind api : {ApiKind::generate, ApiKind::completions}) {
+    const bool gen = api == ApiKind::generate;
+    for (bool stream : {true, false}) {
+      SCOPED_TRACE(std::string(gen ? "generate" : "completions") + (stream ? " stream" : ""));
+      LocalSim sim(with_fault(SimFault::quiet_lies)); // linear, block 8
+      auto o = quick(sim.url, stream);
+      o.api = api;
+      o.backend = gen ? Backend::sglang : Backend::openai;
+      o.model = "synthetic/sim-model";
+      o.max_tokens_per_step = 8; // the block: 7 drafts and the bonus
+      Client c(o);
+      auto run = c.run(requests(4), 1); // one at a time: request n tells lie n % 4
+      ASSERT_TRUE(run.has_value());
+      ASSERT_EQ(run->records.size(), 4u);
+      const auto& r = run->records;
+
+      EXPECT_EQ(r[0].error, ErrorKind::server_abort) << r[0].error_message;
+      EXPECT_NE(r[0].error_message.find("finish_reason abort"), std::string::npos)
+          << r[0].error_message;
+      if (gen)
+        EXPECT_NE(r[0].error_message.find("simulated scheduler abort"), std::string::npos)
+            << r[0].error_message;
+
+      EXPECT_EQ(r[1].error, ErrorKind::malformed) << r[1].error_message;
+      EXPECT_NE(r[1].error_message.find("no output token"), std::string::npos)
+          << r[1].error_message;
+
+      // A final count of 1 after 12 tokens: in a stream against the counts before it (OpenAI:
+      // the chunks streamed), in a whole /generate body against its output_ids; an OpenAI body
+      // has nothing to check it with.
+      const char* shrink = !stream
+                               ? "output_ids holds 12 ids but meta_info.completion_tokens says 1"
+                           : gen ? "meta_info.completion_tokens went down from"
+                                 : "tokens but reported 1 output tokens in its final count";
+      if (gen || stream) {
+        EXPECT_EQ(r[2].error, ErrorKind::malformed) << r[2].error_message;
+        EXPECT_NE(r[2].error_message.find(shrink), std::string::npos) << r[2].error_message;
+      } else {
+        EXPECT_TRUE(r[2].ok) << r[2].error_message;
+        EXPECT_EQ(r[2].output_tokens, 1); // the lie stands where nothing contradicts it
+      }
+
+      // 12 tokens in one verify step of a method that commits at most 8: only /generate reports
+      // verify steps.
+      if (gen) {
+        EXPECT_EQ(r[3].error, ErrorKind::malformed) << r[3].error_message;
+        EXPECT_NE(r[3].error_message.find("12 output tokens in 1 verify steps"), std::string::npos)
+            << r[3].error_message;
+        EXPECT_NE(r[3].error_message.find("more than the 8 per step"), std::string::npos)
+            << r[3].error_message;
+      } else {
+        EXPECT_TRUE(r[3].ok) << r[3].error_message;
+      }
+    }
+  }
+}
+
+// The same per-step bound on an honest speculative server passes, and an autoregressive cell
+// whose server reports several tokens per verify step is told it may be speculating.
+TEST(ClientFaults, TokensPerStepBoundHoldsForAnHonestServer) {
+  LocalSim sim(with_fault(SimFault::none)); // linear, block 8
+  auto o = quick(sim.url);
+  o.max_tokens_per_step = 8;
+  auto run = Client(o).run(requests(3), 1);
+  ASSERT_TRUE(run.has_value());
+  for (const auto& r : run->records) {
+    EXPECT_TRUE(r.ok) << r.error_message;
+    ASSERT_TRUE(r.spec.verify_steps.has_value());
+    EXPECT_LT(*r.spec.verify_steps, r.output_tokens); // it does accept drafts
+  }
+  o.max_tokens_per_step = 1; // what an autoregressive cell allows
+  run = Client(o).run(requests(1), 1);
+  ASSERT_TRUE(run.has_value());
+  const auto& r = run->records.at(0);
+  EXPECT_EQ(r.error, ErrorKind::malformed);
+  EXPECT_NE(r.error_message.find("is the autoregressive cell's server speculating?"),
+            std::string::npos)
+      << r.error_message;
+}
+
 TEST(ClientFaults, TrickleHitsTheRequestTimeout) {
   auto o = with_fault(SimFault::trickle);
   o.trickle_interval_ms = 2; // headers arrive, the body does not finish within 1.5 s

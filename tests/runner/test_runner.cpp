@@ -304,6 +304,30 @@ TEST(Runner, AServerWithoutMetricsLeavesTheFiguresAbsentWithTheReason) {
   EXPECT_NE(report_markdown(*rep).find("(SGLang avg)"), std::string::npos);
 }
 
+// An autoregressive baseline whose server really speculates (its launch line kept a draft model)
+// would make every speedup of its phase too small. The runner bounds the tokens per verify step
+// by the cell's method, so the baseline fails, saying why, instead of passing as a fast one.
+TEST(Runner, AnAutoregressiveCellWhoseServerSpeculatesFails) {
+  const auto dir = specbench::testing::make_temp_dir("runner-ar-speculates");
+  auto sweep = small_sweep(24, {4});
+  for (const char* a : {"--speculative-algorithm", "DDTREE", "--speculative-num-draft-tokens", "8",
+                        "--speculative-ddtree-budget", "4"})
+    sweep.server.launch.push_back(a);
+  auto o = options(dir);
+  o.only = {"tp1-autoregressive"};
+  auto out = run_sweep(sweep, expand(sweep), o);
+  ASSERT_TRUE(out) << out.status().to_string();
+  EXPECT_EQ(out->failed, 1);
+  EXPECT_EQ(out->exit_code(), 1);
+  auto r = ResultStore::open(dir)->load("tp1-autoregressive");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, CellStatus::failed);
+  ASSERT_TRUE(r->failure);
+  EXPECT_NE(r->failure->reason.find("is the autoregressive cell's server speculating?"),
+            std::string::npos)
+      << r->failure->reason;
+}
+
 // A crashing server can log bytes that are not UTF-8, and a broken one can answer them. The results
 // are JSON, which cannot hold such bytes: writing a cell used to throw, and `specbench run` stopped
 // with "internal error" and no record of the cell. Now the text is repaired where it enters
