@@ -44,9 +44,8 @@ ReportCell make_cell(const CellResult& r) {
   c.tpot_s = r.summary.tpot_s;
   c.itl_s = r.summary.itl_s;
   c.acceptance_length = r.summary.acceptance_length;
-  if (r.status == CellStatus::ok && r.method.kind == MethodKind::autoregressive &&
-      !c.acceptance_length)
-    c.acceptance_length = 1.0; // one token per target pass, by definition
+  if (r.status == CellStatus::ok && r.method.kind == MethodKind::autoregressive)
+    c.acceptance_length = 1.0; // one token per target pass, by definition (whatever it reports)
   // The server's own view, kept apart from the client's: mean over the runs that have it.
   double sum = 0;
   int with_figure = 0;
@@ -150,6 +149,16 @@ Report build_report(const std::vector<CellResult>& results, const Manifest* mani
         auto it = by_id.find(mc.id);
         if (it == by_id.end()) {
           rep.missing.push_back(mc.id + " (" + (mc.status.empty() ? "pending" : mc.status) + ")");
+          continue;
+        }
+        if (it->second->phase_id != mp.id) {
+          // Placed by its own phase_id it would land in no phase, or in the wrong one.
+          rep.problems.push_back("cells/" + mc.id + ".json says phase " +
+                                 (it->second->phase_id.empty() ? "(none)" : it->second->phase_id) +
+                                 " but the sweep lists it in phase " + mp.id +
+                                 "; left out (re-run the cell: specbench run SWEEP.yaml --only " +
+                                 mc.id + " --fresh)");
+          rep.missing.push_back(mc.id + " (wrong phase)");
           continue;
         }
         if (!mc.config_hash.empty() && it->second->config_hash != mc.config_hash) {

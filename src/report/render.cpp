@@ -12,8 +12,10 @@ namespace specbench {
 
 namespace {
 
-std::string ms3(const Distribution& d) {
-  if (d.count == 0)
+// A cell's figures are shown only when it completed, as in the CSV: a failed cell's few ok
+// requests are not its measurement.
+std::string ms3(const ReportCell& c, const Distribution& d) {
+  if (d.count == 0 || c.status != CellStatus::ok)
     return "–";
   return fmt::format("{:.1f} / {:.1f} / {:.1f}", d.p50 * 1e3, d.p90 * 1e3, d.p99 * 1e3);
 }
@@ -38,13 +40,15 @@ std::string speedup(const ReportCell& c) {
 }
 
 std::string acc(const ReportCell& c) {
-  if (!c.acceptance_length)
+  if (!c.acceptance_length || c.status != CellStatus::ok)
     return "–";
   return fmt::format("{:.2f}", *c.acceptance_length);
 }
 
 // The server's own figure (†): its counter deltas, else SGLang's cumulative average, marked.
 std::string server_acc(const ReportCell& c) {
+  if (c.status != CellStatus::ok)
+    return "–";
   if (c.server_acceptance_length)
     return fmt::format("{:.2f}", *c.server_acceptance_length);
   if (c.sglang_avg_spec_accept_length)
@@ -73,6 +77,25 @@ std::string md_escape(std::string s) {
       out += ch;
   }
   return out;
+}
+
+// A list item's text on one line (a server's reason may hold newlines).
+std::string one_line(const std::string& s) {
+  std::string out;
+  for (char ch : s)
+    out += ch == '\n' || ch == '\r' ? ' ' : ch;
+  return out;
+}
+
+// A code fence longer than any run of backticks in `lines`, so a log line cannot close it.
+std::string fence_for(const std::vector<std::string>& lines, size_t from) {
+  size_t longest = 0;
+  for (size_t i = from; i < lines.size(); ++i)
+    for (size_t run = 0, k = 0; k < lines[i].size(); ++k) {
+      run = lines[i][k] == '`' ? run + 1 : 0;
+      longest = std::max(longest, run);
+    }
+  return std::string(std::max<size_t>(3, longest + 1), '`');
 }
 
 std::string join_ints(const std::vector<int>& v) {
@@ -153,8 +176,8 @@ std::string report_markdown(const Report& r) {
       o << "| " << md_escape(c.cell_id) << " | " << c.method.id() << " | " << md_escape(c.workload)
         << " | " << md_escape(status_cell(c)) << " | " << tps(c) << " | " << speedup(c) << " | "
         << (c.tpot_speedup ? fmt::format("{:.2f}×", *c.tpot_speedup) : "–") << " | " << acc(c)
-        << " | " << server_acc(c) << " | " << ms3(c.ttft_s) << " | " << ms3(c.tpot_s) << " | "
-        << ms3(c.itl_s) << " |\n";
+        << " | " << server_acc(c) << " | " << ms3(c, c.ttft_s) << " | " << ms3(c, c.tpot_s) << " | "
+        << ms3(c, c.itl_s) << " |\n";
     }
     o << "\n";
     // Why a speculative cell has no server-side figure (autoregressive cells have none to give).
@@ -183,9 +206,9 @@ std::string report_markdown(const Report& r) {
         o << "- **" << c.cell_id << "**: " << to_string(c.status);
         if (!c.stage.empty())
           o << " at " << c.stage;
-        o << ": " << (c.reason.empty() ? "no reason recorded" : c.reason) << "\n";
+        o << ": " << (c.reason.empty() ? "no reason recorded" : one_line(c.reason)) << "\n";
         if (!c.diagnosis.empty())
-          o << "  - diagnosis: " << c.diagnosis << "\n";
+          o << "  - diagnosis: " << one_line(c.diagnosis) << "\n";
         if (!c.log_tail.empty()) {
           // The last few lines are enough here; the result file keeps the whole tail.
           std::vector<std::string> lines;
@@ -193,10 +216,11 @@ std::string report_markdown(const Report& r) {
           for (std::string l; std::getline(in, l);)
             lines.push_back(l);
           const size_t from = lines.size() > 6 ? lines.size() - 6 : 0;
-          o << "  - log tail:\n\n    ```\n";
+          const std::string fence = fence_for(lines, from);
+          o << "  - log tail:\n\n    " << fence << "\n";
           for (size_t i = from; i < lines.size(); ++i)
             o << "    " << lines[i] << "\n";
-          o << "    ```\n";
+          o << "    " << fence << "\n";
         }
       }
     for (const auto& m : r.missing)
@@ -256,9 +280,11 @@ std::string report_csv(const Report& r) {
         << (ok ? num(c.output_tokens_per_s.stddev) : "") << ',' << opt_num(c.speedup) << ','
         << (c.speedup ? num(c.speedup_stddev) : "") << ',' << (c.speedup ? num(c.speedup_min) : "")
         << ',' << (c.speedup ? num(c.speedup_max) : "") << ',' << opt_num(c.tpot_speedup) << ','
-        << opt_num(c.acceptance_length) << ',' << opt_num(c.server_acceptance_length) << ','
-        << csv_field(c.server_acceptance_source) << ',' << opt_num(c.sglang_avg_spec_accept_length)
-        << ',' << csv_field(c.server_side_absent_reason) << ',' << ms(c.ttft_s, c.ttft_s.p50) << ','
+        << (ok ? opt_num(c.acceptance_length) : "") << ','
+        << (ok ? opt_num(c.server_acceptance_length) : "") << ','
+        << csv_field(c.server_acceptance_source) << ','
+        << (ok ? opt_num(c.sglang_avg_spec_accept_length) : "") << ','
+        << csv_field(c.server_side_absent_reason) << ',' << ms(c.ttft_s, c.ttft_s.p50) << ','
         << ms(c.ttft_s, c.ttft_s.p90) << ',' << ms(c.ttft_s, c.ttft_s.p99) << ','
         << ms(c.tpot_s, c.tpot_s.p50) << ',' << ms(c.tpot_s, c.tpot_s.p90) << ','
         << ms(c.tpot_s, c.tpot_s.p99) << ',' << ms(c.itl_s, c.itl_s.p50) << ','

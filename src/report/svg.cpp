@@ -36,7 +36,12 @@ std::string esc(const std::string& s) {
       o += "&quot;";
       break;
     default:
-      o += c;
+      // XML 1.0 allows no control character but tab, newline and carriage return (a server's
+      // colourised log line in a failure reason carries ESC).
+      if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r')
+        o += ' ';
+      else
+        o += c;
     }
   }
   return o;
@@ -97,6 +102,7 @@ std::string report_svg(const Report& report, PlotKind kind) {
   std::vector<Series> series;
   std::map<std::string, int> phase_colour, workload_dash;
   bool several_workloads = false;
+  int no_value = 0; // completed cells with nothing to draw (no baseline, no verify steps)
   for (const auto& p : report.phases)
     for (const auto& c : p.cells)
       if (!workload_dash.count(c.workload))
@@ -119,8 +125,10 @@ std::string report_svg(const Report& report, PlotKind kind) {
       double err = 0;
       const auto v = value_of(c, kind, &err);
       if (!v) {
-        if (c.method.kind != MethodKind::autoregressive)
+        if (c.status != CellStatus::ok && c.method.kind != MethodKind::autoregressive)
           s.failed.push_back(&c);
+        else if (c.status == CellStatus::ok)
+          ++no_value;
         continue;
       }
       const Point pt{x_of(c.method), *v, err, &c};
@@ -173,6 +181,12 @@ std::string report_svg(const Report& report, PlotKind kind) {
                         ? "output tok/s relative to the autoregressive cell of the same phase and "
                           "workload; bars: ± spread over runs"
                         : "output tokens per target verify step (bonus token included)";
+  if (no_value > 0)
+    sub += "; " + std::to_string(no_value) + " completed cell" + (no_value > 1 ? "s" : "") +
+           " not drawn (" +
+           (kind == PlotKind::speedup ? "no completed autoregressive cell to compare with"
+                                      : "the server reported no verify steps") +
+           ")";
   o << fmt::format(R"(<text x="{}" y="42" font-size="11" fill="#444">{}</text>)", kLeft, esc(sub))
     << "\n";
   if (report.synthetic)

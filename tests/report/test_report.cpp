@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -303,6 +304,77 @@ TEST(Report, SvgPlotsMarkEveryKindOfCell) {
   EXPECT_EQ(open, close);
   // An empty report still renders, saying there is nothing to plot.
   EXPECT_NE(report_svg(Report{}, PlotKind::speedup).find("no completed cells"), std::string::npos);
+}
+
+TEST(Report, ACellFiledUnderAnotherPhaseIsNamedNotDropped) {
+  auto results = sample();
+  results[1].phase_id = "tp9"; // tp1-linear-k16, edited or written by another sweep
+  Manifest m;
+  ManifestPhase p;
+  p.id = "tp1";
+  for (const auto& r : results)
+    if (r.cell_id.rfind("tp1-", 0) == 0)
+      p.cells.push_back({r.cell_id, r.config_hash, r.method.id(), "default", "ok", ""});
+  m.phases.push_back(p);
+  const auto rep = build_report(results, &m);
+  EXPECT_FALSE(find(rep, "tp1-linear-k16"));
+  EXPECT_NE(std::find(rep.missing.begin(), rep.missing.end(), "tp1-linear-k16 (wrong phase)"),
+            rep.missing.end());
+  bool named = false;
+  for (const auto& q : rep.problems)
+    named |= q.find("says phase tp9 but the sweep lists it in phase tp1") != std::string::npos;
+  EXPECT_TRUE(named);
+  EXPECT_FALSE(rep.all_ok());
+}
+
+TEST(Report, AutoregressiveAcceptanceIsOneWhateverTheServerReports) {
+  std::vector<CellResult> results = {cell("tp1", MethodKind::autoregressive, 0, 0, {100}, 4.0)};
+  const auto rep = build_report(results, nullptr);
+  ASSERT_TRUE(find(rep, "tp1-autoregressive")->acceptance_length);
+  EXPECT_EQ(*find(rep, "tp1-autoregressive")->acceptance_length, 1.0);
+}
+
+TEST(Report, FailedCellsShowNoFiguresAndTheirReasonsStayInTheirListItem) {
+  auto results = sample();
+  // A failed cell whose few ok requests carry figures: they are not the cell's measurement.
+  CellResult& failed = results[4]; // tp1-ddtree-b8
+  failed.requests = cell("tp1", MethodKind::tree, 16, 8, {200}, 3.0).requests;
+  failed.runs = summarize_runs(failed.requests, 1);
+  failed.summary = summarize_cell(failed.requests, failed.runs);
+  failed.failure->reason = "3 of 4 requests failed;\nfirst: server_abort";
+  failed.failure->log_tail = "start\nprinted ``` in a log line\nend";
+  const auto rep = build_report(results, nullptr);
+  const auto md = report_markdown(rep);
+  const size_t row = md.find("| tp1-ddtree-b8 |");
+  ASSERT_NE(row, std::string::npos);
+  const std::string line = md.substr(row, md.find('\n', row) - row);
+  EXPECT_EQ(line.find("3.00"), std::string::npos) << line;   // no acceptance length
+  EXPECT_EQ(line.find("10.0 /"), std::string::npos) << line; // no TTFT percentiles
+  EXPECT_NE(md.find("3 of 4 requests failed; first: server_abort"), std::string::npos);
+  EXPECT_NE(md.find("    ````\n"), std::string::npos); // a fence the log's ``` cannot close
+  const auto csv = report_csv(rep);
+  const size_t csv_row = csv.find("tp1-ddtree-b8,");
+  ASSERT_NE(csv_row, std::string::npos);
+  EXPECT_EQ(csv.substr(csv_row, csv.find('\n', csv_row) - csv_row).find(",3,"), std::string::npos);
+}
+
+TEST(Report, SvgStaysXmlAndDrawsOnlyCellsThatFailedAsFailed) {
+  auto results = sample();
+  results[4].failure->reason = "\x1b[31mERROR\x1b[0m illegal memory access"; // a colourised log
+  const auto rep = build_report(results, nullptr);
+  const auto svg = report_svg(rep, PlotKind::speedup);
+  for (char ch : svg)
+    EXPECT_FALSE(static_cast<unsigned char>(ch) < 0x20 && ch != '\n' && ch != '\t' && ch != '\r');
+  EXPECT_NE(svg.find("b8 failed"), std::string::npos);
+
+  // No baseline: the completed cells have no speedup, and are not drawn as failures.
+  std::vector<CellResult> no_base = {cell("tp1", MethodKind::tree, 16, 32, {300}, 5.0),
+                                     cell("tp1", MethodKind::tree, 16, 16, {200}, 3.5)};
+  const auto svg2 = report_svg(build_report(no_base, nullptr), PlotKind::speedup);
+  EXPECT_EQ(svg2.find("ok</title>"), std::string::npos);
+  EXPECT_EQ(svg2.find("failed"), svg2.find("failed / skipped")); // the legend only
+  EXPECT_NE(svg2.find("2 completed cells not drawn (no completed autoregressive cell"),
+            std::string::npos);
 }
 
 TEST(Report, WriteFilesAndLoadFromDirectory) {
