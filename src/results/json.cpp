@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include <array>
+#include <limits>
 
 namespace specbench {
 
@@ -40,6 +41,12 @@ std::string unembed(const json& j) {
 
 json opt(const std::optional<double>& v) {
   return v ? json(*v) : json(nullptr);
+}
+// A required number. JSON has no NaN or infinity, so the writer stores a non-finite value (an
+// overflowed spread, say) as null; it reads back as NaN instead of making the file unreadable.
+double real(const json& j, const char* key) {
+  const json& v = j.at(key);
+  return v.is_null() ? std::numeric_limits<double>::quiet_NaN() : v.get<double>();
 }
 std::optional<double> opt_double(const json& j, const char* key) {
   auto it = j.find(key);
@@ -78,13 +85,13 @@ json distribution_to_json(const Distribution& d) {
 Distribution distribution_from_json(const json& j) {
   Distribution d;
   d.count = j.at("count").get<int>();
-  d.mean = j.at("mean").get<double>();
-  d.stddev = j.at("stddev").get<double>();
-  d.min = j.at("min").get<double>();
-  d.max = j.at("max").get<double>();
-  d.p50 = j.at("p50").get<double>();
-  d.p90 = j.at("p90").get<double>();
-  d.p99 = j.at("p99").get<double>();
+  d.mean = real(j, "mean");
+  d.stddev = real(j, "stddev");
+  d.min = real(j, "min");
+  d.max = real(j, "max");
+  d.p50 = real(j, "p50");
+  d.p90 = real(j, "p90");
+  d.p99 = real(j, "p99");
   return d;
 }
 
@@ -194,8 +201,8 @@ RequestMetrics request_from_json(const json& j) {
   r.prompt_tokens = j.value("prompt_tokens", 0);
   r.output_tokens = j.at("output_tokens").get<int>();
   r.start_s = j.value("start_s", 0.0);
-  r.ttft_s = j.at("ttft_s").get<double>();
-  r.e2e_s = j.at("e2e_s").get<double>();
+  r.ttft_s = real(j, "ttft_s");
+  r.e2e_s = real(j, "e2e_s");
   r.itl_s = j.value("itl_s", std::vector<double>{});
   const auto v = j.find("verify_steps");
   r.verify_steps = (v == j.end() || v->is_null()) ? -1 : v->get<int64_t>();
@@ -249,9 +256,9 @@ RunSummary run_from_json(const json& j) {
   r.run = j.at("run").get<int>();
   r.requests = j.at("requests").get<int>();
   r.failed = j.at("failed").get<int>();
-  r.duration_s = j.at("duration_s").get<double>();
+  r.duration_s = real(j, "duration_s");
   r.output_tokens = j.at("output_tokens").get<int64_t>();
-  r.output_tokens_per_s = j.at("output_tokens_per_s").get<double>();
+  r.output_tokens_per_s = real(j, "output_tokens_per_s");
   r.acceptance_length = opt_double(j, "acceptance_length");
   // Optional: results written before specbench recorded server-side figures have no key.
   if (auto it = j.find("server_side"); it != j.end() && !it->is_null())

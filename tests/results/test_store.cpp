@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <csignal>
 #include <fstream>
 #include <random>
@@ -89,6 +90,20 @@ TEST(CellResultJson, RoundTripKeepsEverything) {
   EXPECT_NE(text.find("\"preflight\": {"), std::string::npos);
   // Serializing again gives the same text: nothing lost or reordered.
   EXPECT_EQ(to_json(*back), text);
+}
+
+TEST(CellResultJson, ANonFiniteFigureKeepsTheFileReadable) {
+  auto r = sample_result("tp1-ddtree-b12");
+  r.requests[0].e2e_s = 1e300; // a clock gone wrong: the spread of e2e overflows
+  r.runs = summarize_runs(r.requests, 1);
+  r.summary = summarize_cell(r.requests, r.runs);
+  ASSERT_FALSE(std::isfinite(r.summary.e2e_s.stddev));
+  const auto text = to_json(r);
+  auto back = cell_result_from_json(text);
+  ASSERT_TRUE(back) << back.status().to_string();
+  EXPECT_TRUE(std::isnan(back->summary.e2e_s.stddev)); // written as null, read as NaN
+  EXPECT_EQ(back->summary.e2e_s.max, 1e300);
+  EXPECT_EQ(back->requests.size(), 3u);
 }
 
 TEST(CellResultJson, ServerSideFiguresRoundTrip) {
