@@ -14,7 +14,7 @@ DatasetSummary scan_dataset(const std::filesystem::path& file) {
     return s;
   }
   std::string line;
-  int line_no = 0, longest = 0;
+  int line_no = 0;
   bool all_ids = true;
   while (std::getline(in, line)) {
     ++line_no;
@@ -35,12 +35,19 @@ DatasetSummary scan_dataset(const std::filesystem::path& file) {
                   " has none of \"prompt\", \"text\", \"messages\" or \"input_ids\"";
       return s;
     }
-    if (has_ids) longest = std::max<int>(longest, static_cast<int>(j["input_ids"].size()));
-    else all_ids = false;
+    if (has_ids) {
+      if (const int n = static_cast<int>(j["input_ids"].size()); n > s.longest_ids) {
+        s.longest_ids = n;
+        s.longest_ids_line = line_no;
+      }
+    } else {
+      all_ids = false;
+    }
     ++s.records;
   }
   if (s.records == 0) s.problem = "holds no prompts";
-  else if (all_ids) s.max_prompt_tokens = longest;
+  else if (all_ids)
+    s.max_prompt_tokens = s.longest_ids;
   return s;
 }
 

@@ -5,7 +5,9 @@
 #include "specbench/detail/utf8.hpp"
 #include "specbench/matrix.hpp"
 
+#include <algorithm>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 namespace specbench {
@@ -17,6 +19,50 @@ std::string at(const std::string& path, size_t i) { return path + "[" + std::to_
 
 template <class T, class F> void set_if(std::optional<T> v, F&& assign) {
   if (v) assign(*v);
+}
+
+// Where each built list entry came from: "phases[1]" -> "phases[2]" when the YAML's phases[1]
+// could not be read, "methods[3]" -> "methods[1]" and "methods[3].budgets" ->
+// "methods[1].budgets[2]" for a tree method built once per budget. Validation numbers the built
+// lists; its findings are moved to these YAML paths so that they point at the right entry and are
+// told apart from the read errors of other entries.
+using Origins = std::map<std::string, std::string>;
+
+std::string yaml_path(const Origins& origins, const std::string& path) {
+  for (std::string p = path;;) {
+    if (auto it = origins.find(p); it != origins.end())
+      return it->second + path.substr(p.size());
+    const auto cut = p.find_last_of(".[");
+    if (cut == std::string::npos || cut == 0)
+      return path;
+    p.resize(cut);
+  }
+}
+
+// `env:` maps: variable names a process can have, each once.
+std::optional<std::map<std::string, std::string>> read_env(YamlReader& r, const YAML::Node& n,
+                                                           const std::string& path) {
+  auto env = r.read_string_map(n, path);
+  bool ok = env.has_value();
+  if (n.IsMap())
+    for (const auto& kv : n) {
+      if (!kv.first.IsScalar())
+        continue;
+      const std::string& k = kv.first.Scalar();
+      const bool valid = !k.empty() && !(k[0] >= '0' && k[0] <= '9') &&
+                         std::all_of(k.begin(), k.end(), [](char c) {
+                           return c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+                                  (c >= '0' && c <= '9');
+                         });
+      if (!valid) {
+        r.error(kv.first, path + "." + k, "`" + k + "` is not an environment variable name",
+                "use letters, digits and '_', not starting with a digit (e.g. NCCL_DEBUG)");
+        ok = false;
+      }
+    }
+  if (!ok)
+    return std::nullopt;
+  return env;
 }
 
 void read_model(YamlReader& r, const YAML::Node& n, ModelSpec& m) {
@@ -61,7 +107,8 @@ void read_server(YamlReader& r, const YAML::Node& n, ServerSpec& s) {
         set_if(r.read_string_list(ma[k], p + ".method_args." + k),
                [&](auto v) { s.method_args[k] = v; });
   }
-  if (n["env"]) set_if(r.read_string_map(n["env"], p + ".env"), [&](auto v) { s.env = v; });
+  if (n["env"])
+    set_if(read_env(r, n["env"], p + ".env"), [&](auto v) { s.env = v; });
   if (n["host"]) set_if(r.read_string(n["host"], p + ".host"), [&](auto v) { s.host = v; });
   if (n["port"])
     set_if(r.read_int(n["port"], p + ".port", 0, 65535), [&](auto v) { s.port = int(v); });
@@ -76,7 +123,8 @@ void read_server(YamlReader& r, const YAML::Node& n, ServerSpec& s) {
            [&](auto v) { s.request_timeout_s = v; });
 }
 
-void read_phases(YamlReader& r, const YAML::Node& n, std::vector<PhaseSpec>& phases) {
+void read_phases(YamlReader& r, const YAML::Node& n, std::vector<PhaseSpec>& phases,
+                 Origins& origins) {
   const std::string p = "phases";
   r.mark(n, p);
   if (!r.expect_sequence(n, p)) return;
@@ -87,8 +135,10 @@ void read_phases(YamlReader& r, const YAML::Node& n, std::vector<PhaseSpec>& pha
     if (!r.expect_map(e, pp)) continue;
     r.check_keys(e, pp, {"tp", "gpus", "workloads", "env"});
     PhaseSpec ph;
+    bool has_tp = false; // a phase without a readable tp is not built: it would be a made-up tp1
     if (e["tp"])
-      set_if(r.read_int(e["tp"], pp + ".tp", 1, Limits::max_tp), [&](auto v) { ph.tp = int(v); });
+      set_if(r.read_int(e["tp"], pp + ".tp", 1, Limits::max_tp),
+             [&](auto v) { ph.tp = int(v), has_tp = true; });
     else
       r.error(e, pp + ".tp", "phase " + std::to_string(i) + " has no `tp`",
               "add `tp: 1` (or 4, 8: the tensor-parallel size of this phase)");
@@ -101,25 +151,25 @@ void read_phases(YamlReader& r, const YAML::Node& n, std::vector<PhaseSpec>& pha
     if (e["workloads"])
       set_if(r.read_string_list(e["workloads"], pp + ".workloads"),
              [&](auto v) { ph.workloads = v; });
-    if (e["env"]) set_if(r.read_string_map(e["env"], pp + ".env"), [&](auto v) { ph.env = v; });
+    if (e["env"])
+      set_if(read_env(r, e["env"], pp + ".env"), [&](auto v) { ph.env = v; });
+    if (!has_tp)
+      continue;
+    origins[at(p, phases.size())] = pp;
     phases.push_back(std::move(ph));
   }
 }
 
-void read_methods(YamlReader& r, const YAML::Node& n, std::vector<Method>& methods) {
+void read_methods(YamlReader& r, const YAML::Node& n, std::vector<Method>& methods,
+                  Origins& origins) {
   const std::string p = "methods";
   r.mark(n, p);
-  if (!r.expect_sequence(n, p)) return;
-  struct Origin {
-    size_t yaml_index, expanded_begin;
-  };
-  std::vector<Origin> origins;
+  if (!r.expect_sequence(n, p))
+    return;
   for (size_t i = 0; i < n.size(); ++i) {
     const std::string mp = at(p, i);
     const YAML::Node e = n[i];
     r.mark(e, mp);
-    const size_t first_expanded = methods.size();
-    origins.push_back({i, first_expanded});
     if (!r.expect_map(e, mp)) continue;
     r.check_keys(e, mp, {"kind", "block", "budgets"});
     if (!e["kind"]) {
@@ -141,6 +191,7 @@ void read_methods(YamlReader& r, const YAML::Node& n, std::vector<Method>& metho
       if (e["block"] || e["budgets"])
         r.error(e, mp, "an autoregressive method takes no `block` or `budgets`",
                 "remove them, or use `kind: linear` / `kind: tree`");
+      origins[at(p, methods.size())] = mp;
       methods.push_back(m);
     } else if (m.kind == MethodKind::linear) {
       if (e["budgets"])
@@ -149,6 +200,7 @@ void read_methods(YamlReader& r, const YAML::Node& n, std::vector<Method>& metho
       if (!e["block"])
         r.error(e, mp + ".block", "a linear method needs `block` (the verify width)",
                 "add `block: 16` for a b16 DFlash drafter");
+      origins[at(p, methods.size())] = mp;
       methods.push_back(m);
     } else {
       if (!e["block"])
@@ -169,28 +221,17 @@ void read_methods(YamlReader& r, const YAML::Node& n, std::vector<Method>& metho
         if (!v) continue;
         Method t = m;
         t.budget = int(*v);
+        // Validation's per-budget findings ("methods[k].budgets") belong to this budget's node.
+        origins[at(p, methods.size())] = mp;
+        origins[at(p, methods.size()) + ".budgets"] = at(mp + ".budgets", j);
         methods.push_back(t);
       }
-    }
-  }
-  // Validation sees the expanded list (one method per budget): point each expanded entry at its
-  // own YAML node, after all reads so that no later mark overwrites it.
-  for (size_t o = 0; o < origins.size(); ++o) {
-    const YAML::Node e = n[origins[o].yaml_index];
-    const size_t end = o + 1 < origins.size() ? origins[o + 1].expanded_begin : methods.size();
-    for (size_t k = origins[o].expanded_begin; k < end; ++k) {
-      const std::string ep = at("methods", k);
-      r.mark(e, ep);
-      if (e["block"]) r.mark(e["block"], ep + ".block");
-      const size_t b = k - origins[o].expanded_begin;
-      if (e["budgets"] && e["budgets"].IsSequence() && b < e["budgets"].size())
-        r.mark(e["budgets"][b], ep + ".budgets");
     }
   }
 }
 
 void read_workloads(YamlReader& r, const YAML::Node& n, const std::filesystem::path& base,
-                    std::vector<Workload>& workloads) {
+                    std::vector<Workload>& workloads, Origins& origins) {
   const std::string p = "workloads";
   r.mark(n, p);
   if (!r.expect_sequence(n, p)) return;
@@ -204,7 +245,11 @@ void read_workloads(YamlReader& r, const YAML::Node& n, const std::filesystem::p
                   "concurrency", "requests", "warmup", "runs", "temperature", "seed",
                   "ignore_eos"});
     Workload w;
-    if (e["name"]) set_if(r.read_string(e["name"], wp + ".name"), [&](auto v) { w.name = v; });
+    bool name_ok = true; // an unreadable name is not built as "default": it would clash
+    if (e["name"]) {
+      name_ok = false;
+      set_if(r.read_string(e["name"], wp + ".name"), [&](auto v) { w.name = v, name_ok = true; });
+    }
     if (e["dataset"])
       set_if(r.read_string(e["dataset"], wp + ".dataset"), [&](auto v) {
         std::filesystem::path d(v);
@@ -229,6 +274,9 @@ void read_workloads(YamlReader& r, const YAML::Node& n, const std::filesystem::p
              [&](auto v) { w.seed = static_cast<uint64_t>(v); });
     if (e["ignore_eos"])
       set_if(r.read_bool(e["ignore_eos"], wp + ".ignore_eos"), [&](auto v) { w.ignore_eos = v; });
+    if (!name_ok)
+      continue;
+    origins[at(p, workloads.size())] = wp;
     workloads.push_back(std::move(w));
   }
 }
@@ -331,7 +379,20 @@ LoadResult load_sweep_text(std::string_view yaml, const std::string& file_name,
   }
   YAML::Node root;
   try {
-    root = YAML::Load(std::string(yaml));
+    // YAML::Load would read the first document and silently drop any after a `---`.
+    std::vector<YAML::Node> docs = YAML::LoadAll(std::string(yaml));
+    if (docs.size() > 1) {
+      const YAML::Mark m = docs[1].Mark();
+      result.diagnostics.push_back(
+          {Severity::error, file_name, m.is_null() ? 0 : m.line + 1, m.is_null() ? 0 : m.column + 1,
+           "",
+           "the file holds " + std::to_string(docs.size()) +
+               " YAML documents (separated by `---`); a sweep is one document",
+           "merge them into one, or put each sweep in its own file"});
+      return result;
+    }
+    if (!docs.empty())
+      root = docs.front();
   } catch (const YAML::Exception& e) {
     const int line = e.mark.is_null() ? 0 : e.mark.line + 1;
     const int col = e.mark.is_null() ? 0 : e.mark.column + 1;
@@ -347,6 +408,7 @@ LoadResult load_sweep_text(std::string_view yaml, const std::string& file_name,
   }
 
   YamlReader r(file_name);
+  Origins origins;
   Sweep sweep;
   sweep.source_hash = stable_hash(yaml);
   if (!root.IsMap()) {
@@ -378,11 +440,11 @@ LoadResult load_sweep_text(std::string_view yaml, const std::string& file_name,
     if (require("server", "add `server:` with `backend:` and `launch:` (the argv template)"))
       read_server(r, root["server"], sweep.server);
     if (require("phases", "add `phases:` with at least `- tp: 1`"))
-      read_phases(r, root["phases"], sweep.phases);
+      read_phases(r, root["phases"], sweep.phases, origins);
     if (require("methods", "add `methods:` with at least `- kind: autoregressive`"))
-      read_methods(r, root["methods"], sweep.methods);
+      read_methods(r, root["methods"], sweep.methods, origins);
     if (require("workloads", "add `workloads:` with at least one workload"))
-      read_workloads(r, root["workloads"], base_dir, sweep.workloads);
+      read_workloads(r, root["workloads"], base_dir, sweep.workloads, origins);
     if (root["runner"]) read_runner(r, root["runner"], base_dir, sweep.runner);
   } catch (const YAML::Exception& e) {
     // yaml-cpp may still throw on odd trees (e.g. a key that is itself a complex node).
@@ -395,18 +457,24 @@ LoadResult load_sweep_text(std::string_view yaml, const std::string& file_name,
 
   result.diagnostics = std::move(r.diagnostics());
   // Semantic rules run even when some keys could not be read, so that every problem is reported
-  // at once; a finding under a key that already has a read error is only its echo, so it is
-  // dropped (e.g. `gpus: x` must not also say "gpus must be declared").
+  // at once. A finding is only an echo of a read error, and dropped, when it is under a key that
+  // has one (`gpus: x` must not also say "gpus must be declared"), or when it is about a whole
+  // list some entry of which could not be read ("no phases", "server.launch is empty").
   std::vector<std::string> unreadable;
   for (const auto& d : result.diagnostics)
     if (d.severity == Severity::error) unreadable.push_back(d.path);
+  auto under = [](const std::string& path, const std::string& u) {
+    return !u.empty() && path.compare(0, u.size(), u) == 0 &&
+           (path.size() == u.size() || path[u.size()] == '.' || path[u.size()] == '[');
+  };
   auto echoes = [&](const std::string& path) {
     return std::any_of(unreadable.begin(), unreadable.end(), [&](const std::string& u) {
-      return !u.empty() && path.compare(0, u.size(), u) == 0 &&
-             (path.size() == u.size() || path[u.size()] == '.' || path[u.size()] == '[');
+      return under(path, u) ||
+             (!path.empty() && u.size() > path.size() && under(u, path) && u[path.size()] == '[');
     });
   };
   for (auto d : validate_sweep(sweep)) {
+    d.path = yaml_path(origins, d.path);
     if (echoes(d.path)) continue;
     d.file = file_name;
     std::tie(d.line, d.column) = r.location_of(d.path);

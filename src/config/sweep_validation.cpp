@@ -156,6 +156,11 @@ void check_template(Findings& f, const Sweep& s, const std::vector<std::string>&
 
 std::vector<Diagnostic> validate_sweep(const Sweep& s) {
   Findings f;
+  // The name is the default results directory (results/NAME): a path there would write elsewhere.
+  if (!s.name.empty() && (!id_safe(s.name) || s.name.find_first_not_of('.') == std::string::npos))
+    f.error("name", "the sweep name \"" + s.name + "\" cannot name a directory under results/",
+            "use letters, digits, '-', '_' and '.' (not only dots), at most 64 characters; "
+            "set runner.results_dir to choose where results go");
   if (s.gpus < 1 || s.gpus > Limits::max_tp)
     f.error("gpus", "`gpus` must be declared (1.." + std::to_string(Limits::max_tp) + ")",
             "set `gpus:` to the number of GPUs of the machine this sweep is for");
@@ -197,6 +202,7 @@ std::vector<Diagnostic> validate_sweep(const Sweep& s) {
     f.error("methods", "no methods to run", "add at least `- kind: autoregressive`");
   std::set<std::string> method_ids;
   bool any_spec = false, any_ar = false;
+  std::set<std::string> warned_kinds; // one warning per kind, not per tree budget
   for (size_t i = 0; i < s.methods.size(); ++i) {
     const Method& m = s.methods[i];
     const std::string p = idx("methods", i);
@@ -208,7 +214,7 @@ std::vector<Diagnostic> validate_sweep(const Sweep& s) {
                 "block " + std::to_string(m.block) + " is out of range 2.." +
                     std::to_string(Limits::max_block),
                 "use the drafter's block size, e.g. 16 for a b16 DFlash drafter");
-      if (!s.server.method_args.count(m.kind_name()))
+      if (!s.server.method_args.count(m.kind_name()) && warned_kinds.insert(m.kind_name()).second)
         f.warning("server.method_args",
                   std::string("no server.method_args.") + m.kind_name() + ", so " +
                       m.kind_name() + " cells launch the same server as autoregressive ones",
@@ -328,6 +334,23 @@ std::vector<Diagnostic> validate_sweep(const Sweep& s) {
                   "use an ordinal below " + std::to_string(s.gpus));
       }
     }
+    // The runner sets CUDA_VISIBLE_DEVICES from `gpus` and the preflight checks those GPUs; an
+    // env entry of its own would give the server other GPUs than the ones checked.
+    const bool env_sets = ph.env.count("CUDA_VISIBLE_DEVICES") > 0;
+    const bool server_env_sets = s.server.env.count("CUDA_VISIBLE_DEVICES") > 0;
+    if (env_sets || server_env_sets) {
+      const std::string where = env_sets ? p + ".env" : "server.env";
+      if (!ph.gpus.empty())
+        f.error(where,
+                where + " sets CUDA_VISIBLE_DEVICES, which would override this phase's `gpus` "
+                        "(the GPUs the preflight checks)",
+                "remove CUDA_VISIBLE_DEVICES: `gpus` sets it for the server");
+      else
+        f.warning(where,
+                  where + " sets CUDA_VISIBLE_DEVICES, but the preflight checks GPUs 0.." +
+                      std::to_string(ph.tp - 1) + ", which may not be the ones it names",
+                  "list the phase's GPUs in `gpus:` instead (it sets CUDA_VISIBLE_DEVICES)");
+    }
     if (!phase_ids.insert("tp" + std::to_string(ph.tp)).second)
       f.error(p + ".tp",
               "a second phase with tp " + std::to_string(ph.tp) + " (duplicate phase id tp" +
@@ -357,23 +380,42 @@ std::vector<Diagnostic> validate_sweep(const Sweep& s) {
       const std::string p = idx("workloads", i);
       int prompt = w.longest_prompt();
       std::string prompt_key = w.prompt_tokens > 0 ? ".prompt_tokens" : ".max_prompt_tokens";
-      if (prompt == 0 && !w.dataset.empty()) {
+      if (!w.dataset.empty()) {
         const auto sum = detail::scan_dataset(w.dataset);
-        if (sum.max_prompt_tokens) {
+        if (w.max_prompt_tokens > 0 && sum.longest_ids > w.max_prompt_tokens)
+          f.error(p + ".max_prompt_tokens",
+                  "max_prompt_tokens " + std::to_string(w.max_prompt_tokens) +
+                      " is below the dataset's longest input_ids prompt: " +
+                      std::to_string(sum.longest_ids) + " tokens (line " +
+                      std::to_string(sum.longest_ids_line) + ")",
+                  "raise max_prompt_tokens to at least " + std::to_string(sum.longest_ids) +
+                      ", or drop it: the input_ids are counted here");
+        if (prompt == 0 && sum.max_prompt_tokens) {
           prompt = *sum.max_prompt_tokens;
           prompt_key = ".dataset";
-        } else if (sum.problem.empty()) {
+        } else if (prompt == 0 && sum.problem.empty()) {
+          // Text prompts have no length here; prompts given as input_ids still bound it.
+          prompt = sum.longest_ids;
+          prompt_key = ".dataset";
           f.warning(p + ".dataset",
-                    "the dataset's prompts are text, so their token length is unknown here and "
-                    "the context check only covers max_new_tokens",
+                    "the dataset's text prompts have no token length here, so the context check "
+                    "covers only its input_ids prompts and max_new_tokens",
                     "set max_prompt_tokens to the longest prompt in tokens, or store input_ids");
         }
       }
-      // The widest method decides; report it once per workload.
-      const Method* widest = nullptr;
-      for (const auto& m : s.methods)
-        if (!widest || m.verify_width() > widest->verify_width()) widest = &m;
-      if (!widest) continue;
+      // The widest method decides; report it once per workload. A method already reported out
+      // of range above would only give a second, nonsensical finding here.
+      // With no method in range, one verify token still needs room: the narrowest method.
+      static const Method narrowest{};
+      const Method* widest = &narrowest;
+      for (const auto& m : s.methods) {
+        const bool in_range =
+            m.kind == MethodKind::autoregressive ||
+            (m.block >= 2 && m.block <= Limits::max_block &&
+             (m.kind == MethodKind::linear || (m.budget >= 1 && m.budget <= Limits::max_budget)));
+        if (in_range && m.verify_width() > widest->verify_width())
+          widest = &m;
+      }
       const long long need = static_cast<long long>(prompt) + w.max_new_tokens +
                              widest->verify_width();
       if (need > ctx->tokens) {
@@ -386,12 +428,19 @@ std::vector<Diagnostic> validate_sweep(const Sweep& s) {
                           ") = " + std::to_string(need) + " tokens > context " +
                           std::to_string(ctx->tokens) + " (from " + ctx->source +
                           "); the server would answer HTTP 400";
-        std::string fix = fits > 0 ? "the largest prompt that fits is " + std::to_string(fits) +
-                                         " tokens: lower " + prompt_key.substr(1) + " to " +
-                                         std::to_string(fits) +
-                                         ", or lower max_new_tokens, or raise the context"
-                                   : "max_new_tokens alone does not fit: lower it below " +
-                                         std::to_string(ctx->tokens - widest->verify_width());
+        const long long output_room =
+            static_cast<long long>(ctx->tokens) - widest->verify_width() - prompt;
+        std::string fix =
+            fits > 0 ? "the largest prompt that fits is " + std::to_string(fits) + " tokens: " +
+                           (prompt_key == ".dataset"
+                                ? "shorten the dataset's longest prompts to " + std::to_string(fits)
+                                : "lower " + prompt_key.substr(1) + " to " + std::to_string(fits)) +
+                           ", or lower max_new_tokens, or raise the context"
+            : output_room >= 1
+                ? "max_new_tokens leaves no room for the prompt: lower it to at most " +
+                      std::to_string(output_room) + ", or raise the context"
+                : "the prompt and the verify width alone fill the context: use a smaller tree "
+                  "budget or block, a shorter prompt, or a larger context";
         f.error(p + prompt_key, msg, fix);
       }
     }

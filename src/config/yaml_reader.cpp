@@ -28,12 +28,17 @@ std::string describe(const YAML::Node& node) {
 
 void YamlReader::report(Severity sev, const YAML::Node& node, const std::string& path,
                         std::string message, std::string fix) {
-  auto [line, col] = node.IsDefined() ? position(node) : location_of(path);
-  if (line == 0) std::tie(line, col) = location_of(path);
+  // An empty value's own mark is the next token (often the next line): use its key's, which
+  // check_keys recorded.
+  auto [line, col] = node.IsDefined() && !node.IsNull() ? position(node) : location_of(path);
+  if (line == 0)
+    std::tie(line, col) = position(node);
   diags_.push_back({sev, file_, line, col, path, std::move(message), std::move(fix)});
 }
 
 void YamlReader::mark(const YAML::Node& node, const std::string& path) {
+  if (node.IsDefined() && node.IsNull() && marks_.count(path))
+    return; // keep its key's mark
   const auto pos = position(node);
   if (pos.first > 0) marks_[path] = pos;
 }
@@ -58,6 +63,8 @@ void YamlReader::check_keys(const YAML::Node& map, const std::string& path,
             "write the key as a word, e.g. `name:`");
       continue;
     }
+    if (kv.second.IsNull())
+      mark(kv.first, where); // see report()
     if (!seen.insert(key).second)
       error(kv.first, where, "key `" + key + "` appears twice", "keep one of them");
     if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
@@ -102,8 +109,18 @@ std::optional<long long> YamlReader::read_int(const YAML::Node& node, const std:
       parsed = false;
     }
     if (!parsed) {
-      error(node, path, "`" + path + "` must be a whole number, but it is " + describe(node),
-            "write a number such as " + std::to_string(std::max(min, 1LL)));
+      // Digits too many for any count: out of range, not "not a number".
+      const size_t sign = !s.empty() && (s[0] == '-' || s[0] == '+') ? 1 : 0;
+      const bool digits =
+          s.size() > sign && s.find_first_not_of("0123456789", sign) == std::string::npos;
+      if (digits)
+        error(node, path,
+              "`" + path + "` is " + clip(s) + ", outside the allowed range " +
+                  std::to_string(min) + ".." + std::to_string(max),
+              "use a value from " + std::to_string(min) + " to " + std::to_string(max));
+      else
+        error(node, path, "`" + path + "` must be a whole number, but it is " + describe(node),
+              "write a number such as " + std::to_string(std::max(min, 1LL)));
       return std::nullopt;
     }
   } else {
@@ -151,8 +168,13 @@ std::optional<bool> YamlReader::read_bool(const YAML::Node& node, const std::str
   mark(node, path);
   if (node.IsScalar()) {
     const std::string& s = node.Scalar();
-    if (s == "true" || s == "True" || s == "yes" || s == "on") return true;
-    if (s == "false" || s == "False" || s == "no" || s == "off") return false;
+    // YAML 1.1's spellings, in each of its three cases.
+    for (const char* t : {"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON"})
+      if (s == t)
+        return true;
+    for (const char* f : {"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF"})
+      if (s == f)
+        return false;
   }
   error(node, path, "`" + path + "` must be true or false, but it is " + describe(node),
         "write `true` or `false`");
@@ -209,8 +231,14 @@ std::optional<std::map<std::string, std::string>> YamlReader::read_string_map(
       continue;
     }
     auto v = read_string(kv.second, path + "." + kv.first.Scalar());
-    if (v) out[kv.first.Scalar()] = *v;
-    else ok = false;
+    if (!v) {
+      ok = false;
+    } else if (!out.emplace(kv.first.Scalar(), *v).second) {
+      error(kv.first, path + "." + kv.first.Scalar(),
+            "key `" + kv.first.Scalar() + "` appears twice in `" + path + "`",
+            "keep one of them (YAML would silently keep only one value)");
+      ok = false;
+    }
   }
   if (!ok) return std::nullopt;
   return out;

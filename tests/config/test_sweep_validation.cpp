@@ -3,6 +3,7 @@
 #include "sweep_fixture.hpp"
 
 #include <fstream>
+#include <unistd.h>
 
 using namespace specbench;
 using namespace specbench::testing;
@@ -175,9 +176,11 @@ TEST(SweepValidation, NumbersOutOfRange) {
       find_error(load(replace(kValidSweep, "backend: sglang", "backend: sglang\n  port: 70000")),
                  "`server.port` is 70000"),
       nullptr);
-  EXPECT_NE(find_error(load(replace(kValidSweep, "requests: 8", "requests: 99999999999999999999")),
-                       "must be a whole number"),
-            nullptr);
+  // Too many digits for any count is out of range, not "not a number".
+  EXPECT_NE(
+      find_error(load(replace(kValidSweep, "requests: 8", "requests: 99999999999999999999")),
+                 "`workloads[0].requests` is 99999999999999999999, outside the allowed range"),
+      nullptr);
   EXPECT_NE(
       find_error(load(replace(kValidSweep, "requests: 8", "requests: 8\n    temperature: -1")),
                  "outside the allowed range"),
@@ -325,4 +328,157 @@ TEST(SweepValidation, RelativePathsResolveAgainstTheSweepFileAndAreNormal) {
                                  "sweep.yaml", "/srv/bench/configs");
   ASSERT_TRUE(r.ok()) << all_messages(r);
   EXPECT_EQ(r.sweep->runner.results_dir, std::filesystem::path("/srv/bench/results/unit"));
+}
+
+namespace {
+// A small sweep with the given list sections (each a YAML flow or block list).
+std::string sweep_with(const std::string& phases, const std::string& methods,
+                       const std::string& workloads, const std::string& extra = "") {
+  return "gpus: 8\nmodel: {path: m, context_length: 4096}\nserver: {launch: [x, \"{port}\"]}\n" +
+         extra + "phases: " + phases + "\nmethods: " + methods + "\nworkloads: " + workloads + "\n";
+}
+const Diagnostic* find_any(const LoadResult& r, const std::string& needle) {
+  for (const auto& d : r.diagnostics)
+    if (d.message.find(needle) != std::string::npos)
+      return &d;
+  return nullptr;
+}
+} // namespace
+
+// A list entry that cannot be read used to shift every later entry's index: later errors were
+// dropped as echoes of it, or pointed at the wrong entry.
+TEST(SweepValidation, ABadListEntryNeitherHidesNorShiftsTheOthers) {
+  const std::string ar = "[{kind: autoregressive}]", wl = "[{name: a, prompt_tokens: 10}]";
+  auto r = load(sweep_with("[oops, {tp: 2},\n  {tp: 16}]", ar, wl));
+  EXPECT_EQ(r.error_count(), 2) << all_messages(r);
+  const Diagnostic* tp16 = find_error(r, "tp 16 needs 16 GPUs");
+  ASSERT_TRUE(tp16) << all_messages(r);
+  EXPECT_EQ(tp16->path, "phases[2].tp");
+  EXPECT_EQ(tp16->line, 5); // the third entry's line, not tp: 2's
+
+  r = load(sweep_with("[{tp: 1}]", ar, "[oops, {name: a, prompt_tokens: 9000}]"));
+  const Diagnostic* overflow = find_error(r, "context overflow in workload `a`");
+  ASSERT_TRUE(overflow) << all_messages(r);
+  EXPECT_EQ(overflow->path, "workloads[1].prompt_tokens");
+
+  r = load(sweep_with("[{tp: 1}]",
+                      "\n  - {kind: tree, block: 16, budgets: [8, 5000]}\n"
+                      "  - {kind: autoregressive, block: 4}",
+                      wl));
+  const Diagnostic* budget = find_error(r, "tree budget 5000 is larger than 1024");
+  ASSERT_TRUE(budget) << all_messages(r);
+  EXPECT_EQ(budget->path, "methods[0].budgets[1]");
+  EXPECT_TRUE(find_error(r, "an autoregressive method takes no `block`"));
+  EXPECT_FALSE(find_any(r, "lower it below -")) << all_messages(r); // no budget-5000 context fix
+  EXPECT_EQ(r.error_count(), 2) << all_messages(r);
+}
+
+// A value that cannot be read used to be built with its default and then judged: a phase with
+// `tp: four` became a second tp1 phase, a misspelt kind left "no methods to run".
+TEST(SweepValidation, AnUnreadableValueInventsNoOtherError) {
+  const std::string ar = "[{kind: autoregressive}]", wl = "[{name: a, prompt_tokens: 10}]";
+  for (const auto& [yaml, needle] : std::vector<std::pair<std::string, std::string>>{
+           {sweep_with("[{tp: four, gpus: [4, 5, 6, 7]}, {tp: 1}]", ar, wl), "must be a whole"},
+           {sweep_with("[{tp: 1}]", "[{kind: autoregresive}]", wl), "is not one of"},
+           {sweep_with("[oops]", ar, wl), "must be a map"},
+           {sweep_with("[{tp: 1}]", ar, "[{name: [a], prompt_tokens: 10}]"), "must be text"},
+           {sweep_with("[{tp: 1}]", "[{kind: autoregressive}, {kind: tree, budgets: [8, 16, 32]}]",
+                       wl, "server: {launch: [x, \"{port}\"], method_args: {tree: [t]}}\n"),
+            "needs `block`"}}) {
+    std::string y = yaml;
+    if (y.find("method_args") != std::string::npos) // the extra server line replaces the default
+      y = replace(y, "server: {launch: [x, \"{port}\"]}\n", "");
+    const auto r = load(y);
+    EXPECT_EQ(r.error_count(), 1) << all_messages(r);
+    EXPECT_TRUE(find_error(r, needle)) << all_messages(r);
+  }
+}
+
+TEST(SweepValidation, ASecondYamlDocumentIsAnErrorNotIgnored) {
+  const auto r = load(kValidSweep + "---\ngpus: banana\n");
+  const Diagnostic* d = find_error(r, "holds 2 YAML documents");
+  ASSERT_TRUE(d) << all_messages(r);
+  EXPECT_GE(d->line, 30); // at the second document, not at the top
+  EXPECT_FALSE(r.ok());
+}
+
+// The name is the default results directory, results/NAME.
+TEST(SweepValidation, TheSweepNameMustBeADirectoryName) {
+  for (const char* bad : {"/tmp/elsewhere", "..", "a/b", "\"results dir\""}) {
+    const auto r = load(replace(kValidSweep, "name: unit", std::string("name: ") + bad));
+    EXPECT_TRUE(find_error(r, "cannot name a directory under results/")) << bad;
+  }
+  EXPECT_TRUE(load(replace(kValidSweep, "name: unit", "name: qwen3.6-27b_v2")).ok());
+}
+
+TEST(SweepValidation, EnvMapsTakeVariableNamesOnceAndLeaveTheGpusToThePhase) {
+  auto r = load(replace(kValidSweep, "backend: sglang",
+                        "backend: sglang\n  env: {A: \"1\", A: \"2\", \"B=C\": x, \"\": y}"));
+  EXPECT_TRUE(find_error(r, "key `A` appears twice in `server.env`")) << all_messages(r);
+  EXPECT_TRUE(find_error(r, "`B=C` is not an environment variable name")) << all_messages(r);
+  EXPECT_TRUE(find_error(r, "`` is not an environment variable name")) << all_messages(r);
+
+  // The fixture's second phase lists gpus [4, 5, 6, 7]: the server would see GPU 0 instead.
+  r = load(replace(kValidSweep, "backend: sglang",
+                   "backend: sglang\n  env: {CUDA_VISIBLE_DEVICES: \"0\"}"));
+  const Diagnostic* cvd = find_error(r, "would override this phase's `gpus`");
+  ASSERT_TRUE(cvd) << all_messages(r);
+  EXPECT_EQ(cvd->path, "server.env");
+  // Without gpus in the phase it is a warning: the preflight cannot know which GPUs it means.
+  r = load(replace(replace(kValidSweep, "    gpus: [4, 5, 6, 7]\n", ""), "backend: sglang",
+                   "backend: sglang\n  env: {CUDA_VISIBLE_DEVICES: \"0\"}"));
+  EXPECT_FALSE(find_error(r, "CUDA_VISIBLE_DEVICES")) << all_messages(r);
+  EXPECT_TRUE(find_any(r, "the preflight checks GPUs 0..0")) << all_messages(r);
+}
+
+TEST(SweepValidation, ContextCheckUsesEveryKnownPromptLength) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("specbench-ctx-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream f(dir / "mixed.jsonl");
+    f << "{\"prompt\": \"hi\"}\n{\"input_ids\": [";
+    for (int i = 0; i < 9000; ++i)
+      f << (i ? "," : "") << 7;
+    f << "]}\n";
+  }
+  const std::string ar = "[{kind: autoregressive}]";
+  // Text prompts have no length here, but the 9000 input_ids already overflow 4096.
+  auto r = load(sweep_with("[{tp: 1}]", ar, "[{name: a, dataset: mixed.jsonl}]"), dir);
+  const Diagnostic* d = find_error(r, "context overflow in workload `a`: prompt 9000");
+  ASSERT_TRUE(d) << all_messages(r);
+  EXPECT_NE(d->fix.find("shorten the dataset's longest prompts to 3839"), std::string::npos)
+      << d->fix;
+  // A max_prompt_tokens below what the file holds would hide that overflow.
+  r = load(sweep_with("[{tp: 1}]", ar, "[{name: a, dataset: mixed.jsonl, max_prompt_tokens: 100}]"),
+           dir);
+  EXPECT_TRUE(find_error(r, "max_prompt_tokens 100 is below the dataset's longest input_ids "
+                            "prompt: 9000 tokens (line 2)"))
+      << all_messages(r);
+  // A verify width that fills the context on its own says so, with no negative number.
+  r = load(replace(sweep_with("[{tp: 1}]", "[{kind: tree, block: 16, budgets: [64]}]",
+                              "[{name: a, prompt_tokens: 1, max_new_tokens: 1}]"),
+                   "context_length: 4096", "context_length: 32"));
+  d = find_error(r, "context overflow");
+  ASSERT_TRUE(d) << all_messages(r);
+  EXPECT_NE(d->fix.find("the prompt and the verify width alone fill the context"),
+            std::string::npos)
+      << d->fix;
+  std::filesystem::remove_all(dir);
+}
+
+TEST(SweepValidation, AnEmptyValueIsReportedAtItsKey) {
+  const auto r = load(replace(kValidSweep, "name: unit", "name:"));
+  const Diagnostic* d = find_error(r, "`name` must be text");
+  ASSERT_TRUE(d) << all_messages(r);
+  EXPECT_EQ(d->line, 1);
+}
+
+TEST(SweepValidation, BooleansInEveryYaml11Spelling) {
+  for (const char* yes : {"true", "TRUE", "Yes", "ON"})
+    EXPECT_TRUE(load(replace(kValidSweep, "requests: 8",
+                             std::string("requests: 8\n    ignore_eos: ") + yes))
+                    .ok())
+        << yes;
+  EXPECT_FALSE(load(replace(kValidSweep, "requests: 8", "requests: 8\n    ignore_eos: yep")).ok());
 }
