@@ -28,11 +28,15 @@ size_t on_data(char* p, size_t size, size_t n, void* user) {
   s->body->append(p, len);
   return len;
 }
+// curl calls this about once a second even while nothing arrives; non-zero aborts.
+int on_progress(void* cancel, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  return static_cast<const std::atomic<bool>*>(cancel)->load() ? 1 : 0;
+}
 } // namespace
 
 SimpleResponse http_request(const std::string& url, const std::string& body, double timeout_s,
-                            const std::string& method, const std::string& api_key,
-                            size_t max_body) {
+                            const std::string& method, const std::string& api_key, size_t max_body,
+                            const std::atomic<bool>* cancel) {
   ensure_curl_initialized();
   SimpleResponse r;
   CURL* h = curl_easy_init();
@@ -52,6 +56,11 @@ SimpleResponse http_request(const std::string& url, const std::string& body, dou
   curl_easy_setopt(h, CURLOPT_WRITEDATA, &sink);
   curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
   curl_easy_setopt(h, CURLOPT_PROXY, "");
+  if (cancel) {
+    curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(h, CURLOPT_XFERINFODATA, const_cast<std::atomic<bool>*>(cancel));
+  }
   if (!body.empty() || !method.empty()) {
     headers = curl_slist_append(headers, "Content-Type: application/json");
     curl_easy_setopt(h, CURLOPT_POSTFIELDS, body.c_str());
@@ -72,6 +81,8 @@ SimpleResponse http_request(const std::string& url, const std::string& body, dou
     if (sink.overflow)
       r.error = "response larger than " + std::to_string(max_body) + " bytes";
     r.timed_out = rc == CURLE_OPERATION_TIMEDOUT;
+    if (rc == CURLE_ABORTED_BY_CALLBACK)
+      r.error = "cancelled";
     if (!sink.overflow)
       r.status = 0; // a broken transfer is no answer
   }

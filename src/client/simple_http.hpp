@@ -3,6 +3,8 @@
 // /metrics, /server_info, /flush_cache). Internal to the library; the measuring client uses the
 // multi interface instead (client.cpp).
 
+#include <atomic>
+#include <cstddef>
 #include <string>
 
 namespace specbench::detail {
@@ -16,9 +18,11 @@ struct SimpleResponse {
 };
 
 // GET when body is empty and method is empty, else `method` (default POST) with a JSON body.
+// `cancel`, when set, ends the transfer within about a second of turning true.
 SimpleResponse http_request(const std::string& url, const std::string& body = {},
                             double timeout_s = 10, const std::string& method = {},
-                            const std::string& api_key = {}, size_t max_body = 16u << 20);
+                            const std::string& api_key = {}, size_t max_body = 16u << 20,
+                            const std::atomic<bool>* cancel = nullptr);
 
 // curl_global_init exactly once (thread-safe).
 void ensure_curl_initialized();

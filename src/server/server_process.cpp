@@ -33,6 +33,54 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// --- The guardian -----------------------------------------------------------------------------
+// PR_SET_PDEATHSIG reaches only the server's leader. When specbench is SIGKILLed, whatever the
+// leader started (a launcher's python, SGLang's scheduler and TP workers) would live on, holding
+// the port and the GPUs' memory. So each server gets a guardian: a child of specbench outside the
+// server's group that sleeps until specbench dies (its own PDEATHSIG, SIGUSR1) and then takes
+// the whole group down, or until stop() tells it the server is gone (SIGTERM). It runs between
+// fork and _exit only, so it may call async-signal-safe functions alone.
+volatile sig_atomic_t g_guardian_signal = 0;
+void on_guardian_signal(int sig) {
+  g_guardian_signal = sig;
+}
+
+[[noreturn]] void run_guardian(pid_t parent, pid_t group, long grace_ms, int max_fd) {
+  struct sigaction sa {};
+  sa.sa_handler = on_guardian_signal;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGUSR1, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+  for (int sig : {SIGINT, SIGHUP, SIGPIPE, SIGQUIT})
+    ::signal(sig, SIG_IGN); // a Ctrl-C to specbench's group is specbench's to handle
+  sigset_t all;
+  sigfillset(&all);
+  ::sigprocmask(SIG_SETMASK, &all, nullptr);
+  // Hold none of specbench's files (the results directory's lock, a pipe a caller reads to EOF).
+  const int devnull = ::open("/dev/null", O_RDWR);
+  for (int fd = 0; fd < 3 && devnull >= 0; ++fd)
+    ::dup2(devnull, fd);
+  for (int fd = 3; fd < max_fd; ++fd)
+    ::close(fd);
+  ::prctl(PR_SET_PDEATHSIG, SIGUSR1);
+  if (::getppid() != parent)
+    g_guardian_signal = SIGUSR1; // specbench died before PDEATHSIG was armed
+  sigset_t wait_for = all;
+  sigdelset(&wait_for, SIGUSR1);
+  sigdelset(&wait_for, SIGTERM);
+  while (g_guardian_signal == 0)
+    ::sigsuspend(&wait_for);
+  if (g_guardian_signal == SIGUSR1 && ::kill(-group, 0) == 0) {
+    ::kill(-group, SIGTERM);
+    for (long waited = 0; waited < grace_ms && ::kill(-group, 0) == 0; waited += 50) {
+      timespec ts{0, 50'000'000L};
+      ::nanosleep(&ts, nullptr);
+    }
+    ::kill(-group, SIGKILL);
+  }
+  ::_exit(0);
+}
+
 double secs_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
@@ -232,6 +280,7 @@ struct ServerProcess::Impl {
   bool started = false;
   bool registered = false;
   bool reaped = false;
+  pid_t guardian = 0; // see run_guardian; 0 when none
   std::optional<ExitInfo> exit;
   int port = 0;
   // Log scanning state.
@@ -285,6 +334,16 @@ Status ServerProcess::start(const LaunchSpec& spec) {
     if (!p)
       return p.status();
     port = *p;
+  } else if (!port_is_free(spec.host, port)) {
+    // A server that loads for minutes binds late: until then every readiness probe and request
+    // would reach whatever already listens here, and be measured as this server's answers.
+    return Status(StatusCode::unavailable,
+                  "port " + std::to_string(port) + " on " + spec.host +
+                      " is already in use: another process listens there, and specbench would "
+                      "measure it instead of this server",
+                  "stop that process (`ss -ltnp 'sport = :" + std::to_string(port) +
+                      "'` names it), or set server.port: 0 so that specbench picks a free port",
+                  "ServerProcess::start");
   }
   s.port = port;
   s.argv.clear();
@@ -395,6 +454,15 @@ Status ServerProcess::start(const LaunchSpec& spec) {
   s.pid = pid;
   s.started = true;
   s.registered = detail::register_server_group(pid);
+  if (got != static_cast<ssize_t>(sizeof child_err) && pdeath) {
+    const long grace_ms = static_cast<long>(std::max(0.0, spec.stop_grace_s) * 1000);
+    const long open_max = ::sysconf(_SC_OPEN_MAX);
+    const int max_fd = open_max > 0 && open_max < 65536 ? static_cast<int>(open_max) : 65536;
+    const pid_t guardian = ::fork();
+    if (guardian == 0)
+      run_guardian(parent, pid, grace_ms, max_fd);
+    s.guardian = guardian > 0 ? guardian : 0; // without one, PDEATHSIG still takes the leader
+  }
   if (got == static_cast<ssize_t>(sizeof child_err)) {
     s.poll_locked();
     int st = 0;
@@ -465,7 +533,8 @@ Readiness ServerProcess::wait_ready(const ReadinessOptions& options,
     if (left <= 0)
       break;
     const double health_timeout = std::clamp(std::min(options.probe_timeout_s, left), 0.05, 5.0);
-    auto h = detail::http_request(base + options.health_path, {}, health_timeout);
+    auto h = detail::http_request(base + options.health_path, {}, health_timeout, {}, {}, 16u << 20,
+                                  cancel);
     r.last_health_status = h.status;
     if (h.status != 200) {
       r.last_probe_error = h.status
@@ -477,16 +546,20 @@ Readiness ServerProcess::wait_ready(const ReadinessOptions& options,
       health_ok_seen = true;
       const double gen_timeout =
           std::max(0.05, std::min(options.probe_timeout_s, options.timeout_s - secs_since(t0)));
+      // A probe may wait up to probe_timeout_s for a slow server: Ctrl-C must not.
       auto g = detail::http_request(base + probe_path(options.api),
                                     generation_probe_body(options.api, options.model), gen_timeout,
-                                    "POST");
+                                    "POST", {}, 16u << 20, cancel);
+      if (cancel && cancel->load())
+        return finish(ReadinessOutcome::cancelled, "cancelled");
       if (g.status >= 200 && g.status < 300)
         return finish(ReadinessOutcome::ready, "ready: " + options.health_path +
                                                    " answered 200 and a one-token generation "
                                                    "succeeded");
-      r.last_probe_error = g.status ? std::string("one-token generation answered HTTP ") +
-                                          std::to_string(g.status) + ": " + g.body.substr(0, 200)
-                                    : std::string("one-token generation: ") + g.error;
+      r.last_probe_error =
+          g.status ? std::string("one-token generation answered HTTP ") + std::to_string(g.status) +
+                         ": " + detail::to_valid_utf8(std::string_view(g.body).substr(0, 200))
+                   : std::string("one-token generation: ") + g.error;
     }
     const double sleep_s = std::min(options.poll_interval_s, options.timeout_s - secs_since(t0));
     if (sleep_s > 0) {
@@ -602,6 +675,13 @@ StopReport ServerProcess::stop() {
   if (s.registered) {
     detail::unregister_server_group(pg);
     s.registered = false;
+  }
+  if (s.guardian > 0) { // the group is gone: its guardian has nothing left to do
+    ::kill(s.guardian, SIGTERM);
+    int st = 0;
+    while (::waitpid(s.guardian, &st, 0) < 0 && errno == EINTR) {
+    }
+    s.guardian = 0;
   }
   rep.exit = s.exit;
   // Wait for the port: a server that is gone must not block the next cell's server.

@@ -56,6 +56,43 @@ bool wait_gone(pid_t pg, double seconds) {
   return !group_exists(pg);
 }
 
+// A child process that plays specbench: optionally installs the cleanup handlers, starts a
+// server with `argv` (stop grace 1 s), reports its group, then waits to be signalled.
+struct Driver {
+  pid_t pid = 0, group = 0;
+};
+Driver start_driver(std::vector<std::string> argv, const std::string& name, bool handlers) {
+  int fds[2];
+  if (::pipe(fds) != 0)
+    return {};
+  const auto log = sbt::make_temp_dir("server") / (name + ".log");
+  const pid_t child = ::fork();
+  if (child < 0)
+    return {};
+  if (child == 0) {
+    ::close(fds[0]);
+    if (handlers)
+      install_server_cleanup_handlers(1.0);
+    ServerProcess p;
+    LaunchSpec s;
+    s.argv = std::move(argv);
+    s.log_file = log;
+    s.stop_grace_s = 1;
+    if (!p.start(s))
+      ::_exit(10);
+    const pid_t pg = p.pid();
+    [[maybe_unused]] ssize_t w = ::write(fds[1], &pg, sizeof pg);
+    for (;;)
+      ::pause();
+  }
+  ::close(fds[1]);
+  Driver d{child, 0};
+  if (::read(fds[0], &d.group, sizeof d.group) != static_cast<ssize_t>(sizeof d.group))
+    d.group = 0;
+  ::close(fds[0]);
+  return d;
+}
+
 std::string joined(const std::vector<std::string>& lines) {
   std::string s;
   for (const auto& l : lines)
@@ -194,13 +231,28 @@ TEST(Readiness, PortInUseIsFatal) {
   LaunchSpec s = sim_launch("inuse");
   s.port = port;
   s.port_free_timeout_s = 0.2;
+  {
+    // A fixed port someone else listens on is refused before anything starts: a server that binds
+    // only after loading would otherwise be judged, and measured, by that process's answers.
+    ServerProcess p;
+    const Status st = p.start(s);
+    EXPECT_EQ(st.code(), StatusCode::unavailable);
+    EXPECT_NE(st.message().find("already in use"), std::string::npos) << st.to_string();
+    EXPECT_NE(st.remedy().find("server.port: 0"), std::string::npos) << st.to_string();
+    EXPECT_EQ(p.pid(), 0);
+  }
+  // A server that finds its port taken later (bound between the check and its own bind) dies
+  // with the log line, which readiness reports.
+  s.port = 0;
+  for (auto& a : s.argv)
+    if (a == "{port}")
+      a = std::to_string(port);
   ServerProcess p;
   ASSERT_TRUE(p.start(s).is_ok());
   const Readiness r = p.wait_ready(quick_ready(30));
   EXPECT_EQ(r.outcome, ReadinessOutcome::process_exited);
   ASSERT_TRUE(r.fatal.has_value());
   EXPECT_EQ(r.fatal->pattern.text, "address already in use");
-  EXPECT_FALSE(p.stop().port_free); // still ours, and stop() says so instead of waiting forever
   ::close(fd);
 }
 
@@ -273,69 +325,61 @@ TEST(ServerProcessStop, RaiiStopsOnExceptions) {
 }
 
 TEST(ServerProcessStop, SigintToTheDriverKillsItsServers) {
-  // A child process plays specbench: installs the handlers, starts a server, reports its group,
-  // then waits to be interrupted.
-  int fds[2];
-  ASSERT_EQ(::pipe(fds), 0);
-  const auto log = sbt::make_temp_dir("server") / "sigint.log";
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    ::close(fds[0]);
-    install_server_cleanup_handlers(1.0);
-    ServerProcess p;
-    LaunchSpec s;
-    s.argv = {"/bin/sh", "-c", "sleep 30 & sleep 30; wait"};
-    s.log_file = log;
-    if (!p.start(s))
-      ::_exit(10);
-    const pid_t pg = p.pid();
-    [[maybe_unused]] ssize_t w = ::write(fds[1], &pg, sizeof pg);
-    for (;;)
-      ::pause();
-  }
-  ::close(fds[1]);
-  pid_t pg = 0;
-  ASSERT_EQ(::read(fds[0], &pg, sizeof pg), static_cast<ssize_t>(sizeof pg));
-  ::close(fds[0]);
-  EXPECT_TRUE(group_exists(pg));
-  ::kill(child, SIGINT);
+  const Driver d = start_driver({"/bin/sh", "-c", "sleep 30 & sleep 30; wait"}, "sigint", true);
+  ASSERT_GT(d.group, 0);
+  EXPECT_TRUE(group_exists(d.group));
+  ::kill(d.pid, SIGINT);
   int st = 0;
-  ASSERT_EQ(::waitpid(child, &st, 0), child);
+  ASSERT_EQ(::waitpid(d.pid, &st, 0), d.pid);
   EXPECT_TRUE(WIFSIGNALED(st));
   EXPECT_EQ(WTERMSIG(st), SIGINT); // the exit status still says what ended it
-  EXPECT_TRUE(wait_gone(pg, 3)) << "server group " << pg << " survived its driver";
+  EXPECT_TRUE(wait_gone(d.group, 3)) << "server group " << d.group << " survived its driver";
 }
 
 TEST(ServerProcessStop, SigkillOfTheDriverTakesTheServerAlong) {
   // SIGKILL cannot be handled: PR_SET_PDEATHSIG is what takes the server down with its driver.
-  int fds[2];
-  ASSERT_EQ(::pipe(fds), 0);
-  const auto log = sbt::make_temp_dir("server") / "sigkill.log";
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    ::close(fds[0]);
-    ServerProcess p;
-    LaunchSpec s;
-    s.argv = {"/bin/sleep", "30"};
-    s.log_file = log;
-    if (!p.start(s))
-      ::_exit(10);
-    const pid_t pg = p.pid();
-    [[maybe_unused]] ssize_t w = ::write(fds[1], &pg, sizeof pg);
-    for (;;)
-      ::pause();
-  }
-  ::close(fds[1]);
-  pid_t pg = 0;
-  ASSERT_EQ(::read(fds[0], &pg, sizeof pg), static_cast<ssize_t>(sizeof pg));
-  ::close(fds[0]);
-  EXPECT_TRUE(group_exists(pg));
-  ::kill(child, SIGKILL);
+  const Driver d = start_driver({"/bin/sleep", "30"}, "sigkill", false);
+  ASSERT_GT(d.group, 0);
+  EXPECT_TRUE(group_exists(d.group));
+  ::kill(d.pid, SIGKILL);
   int st = 0;
-  ASSERT_EQ(::waitpid(child, &st, 0), child);
-  EXPECT_TRUE(wait_gone(pg, 3)) << "server " << pg << " outlived a SIGKILLed driver";
+  ASSERT_EQ(::waitpid(d.pid, &st, 0), d.pid);
+  EXPECT_TRUE(wait_gone(d.group, 3)) << "server " << d.group << " outlived a SIGKILLed driver";
+}
+
+TEST(ServerProcessStop, SigkillOfTheDriverTakesTheServersChildrenAlong) {
+  // A launcher script, or SGLang's scheduler and workers: the leader's children get no
+  // PDEATHSIG of their own. The guardian takes the whole group down once the driver is gone.
+  const Driver d =
+      start_driver({"/bin/sh", "-c", "sleep 30 & sleep 30 & wait"}, "sigkill-children", false);
+  ASSERT_GT(d.group, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200)); // the sleeps are started
+  EXPECT_TRUE(group_exists(d.group));
+  ::kill(d.pid, SIGKILL);
+  int st = 0;
+  ASSERT_EQ(::waitpid(d.pid, &st, 0), d.pid);
+  EXPECT_TRUE(wait_gone(d.group, 5))
+      << "the children of server " << d.group << " outlived a SIGKILLed driver";
+}
+
+TEST(Readiness, CancelEndsASlowGenerationProbe) {
+  // /health answers at once, the one-token generation trickles for many seconds: a Ctrl-C then
+  // must not wait for the probe's timeout.
+  ServerProcess p;
+  ASSERT_TRUE(
+      p.start(sim_launch("cancel-probe", {"--fault", "trickle", "--trickle-interval-ms", "500"}))
+          .is_ok());
+  ReadinessOptions o = quick_ready(60);
+  o.probe_timeout_s = 30;
+  std::atomic<bool> cancel{false};
+  std::thread t([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    cancel = true;
+  });
+  const Readiness r = p.wait_ready(o, &cancel);
+  t.join();
+  EXPECT_EQ(r.outcome, ReadinessOutcome::cancelled) << r.reason;
+  EXPECT_LT(r.waited_s, 4);
 }
 
 TEST(ServerProcessStart, EnvironmentWorkingDirectoryAndLog) {
