@@ -25,9 +25,20 @@ Status errno_status(const std::string& what, const fs::path& path, int err) {
 }
 
 // Temp files are "<name>.tmp.<pid>" in the target's directory: same filesystem, so rename is
-// atomic; a killed writer leaves one behind, which ResultStore::open removes.
+// atomic; a killed writer leaves one behind, which ResultStore::open removes. Only that exact
+// shape, for the kinds of file specbench writes, is one: a workload named "chat.tmp.v2" or a
+// user's "paper.tmp.v3.tex" in a --results folder is not ours to delete.
 bool is_temp_name(const std::string& name) {
-  return name.find(".tmp.") != std::string::npos;
+  const size_t at = name.rfind(".tmp.");
+  if (at == std::string::npos || at + 5 == name.size() ||
+      name.find_first_not_of("0123456789", at + 5) != std::string::npos)
+    return false;
+  const std::string base = name.substr(0, at);
+  for (const char* ext : {".json", ".md", ".csv", ".svg"})
+    if (base.size() > std::strlen(ext) &&
+        base.compare(base.size() - std::strlen(ext), std::string::npos, ext) == 0)
+      return true;
+  return false;
 }
 
 std::optional<std::string> read_text(const fs::path& p) {
@@ -123,7 +134,7 @@ Expected<ResultStore> ResultStore::open(const fs::path& dir) {
                       ec.message(),
                   "choose a writable --results directory", "ResultStore::open");
   fs::create_directories(dir / "logs", ec);
-  for (const auto& sub : {dir, dir / "cells"}) {
+  for (const auto& sub : {dir, dir / "cells", dir / "report"}) {
     for (auto it = fs::directory_iterator(sub, ec); !ec && it != fs::directory_iterator();
          it.increment(ec)) {
       if (it->is_regular_file() && is_temp_name(it->path().filename().string()))

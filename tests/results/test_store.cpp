@@ -236,6 +236,32 @@ TEST(ResultStore, OpenRemovesTempFilesOfAKilledWriter) {
   EXPECT_TRUE(store->stored_ids().empty());
 }
 
+TEST(ResultStore, OnlyItsOwnTempFilesAreRemoved) {
+  const auto dir = specbench::testing::make_temp_dir("store-tmp-names");
+  fs::create_directories(dir / "cells");
+  fs::create_directories(dir / "report");
+  // Left by killed writers: removed, in the report folder too.
+  const std::vector<fs::path> ours = {dir / "manifest.json.tmp.77",
+                                      dir / "report" / "report.csv.tmp.9",
+                                      dir / "report" / "speedup.svg.tmp.123"};
+  // Not ours: a cell of workload "chat.tmp.v2", a user's file in a --results folder.
+  const std::vector<fs::path> theirs = {dir / "cells" / "tp1-autoregressive-chat.tmp.v2.json",
+                                        dir / "paper.tmp.v3.tex", dir / "notes.tmp.1",
+                                        dir / "cells" / "x.json.tmp.12a"};
+  for (const auto& p : ours)
+    std::ofstream(p) << "partial";
+  for (const auto& p : theirs)
+    std::ofstream(p) << "keep";
+  ASSERT_TRUE(ResultStore::open(dir));
+  for (const auto& p : ours)
+    EXPECT_FALSE(fs::exists(p)) << p;
+  for (const auto& p : theirs)
+    EXPECT_TRUE(fs::exists(p)) << p;
+  // The cell of workload "chat.tmp.v2" is a stored result, not a temp file.
+  EXPECT_EQ(ResultStore::open(dir)->stored_ids(),
+            std::vector<std::string>{"tp1-autoregressive-chat.tmp.v2"});
+}
+
 TEST(ResultStore, ManifestRoundTrip) {
   const auto dir = specbench::testing::make_temp_dir("manifest");
   auto store = ResultStore::open(dir);
