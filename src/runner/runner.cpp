@@ -357,7 +357,7 @@ private:
   }
 
   // ---- stages --------------------------------------------------------------------------------
-  void prepare_store();
+  Status prepare_store();
   void build_manifest();
   bool run_preflight_for(const Phase& phase, const std::string& why);
   void take_memory_baseline(const Phase& phase);
@@ -385,7 +385,10 @@ private:
   std::string memory_held_; // set when a cell left GPU memory held
 };
 
-void SweepRun::prepare_store() {
+// Sorts the stored results: complete ones are kept, the rest moved aside. A result that cannot be
+// moved aside stops the run before anything is measured: running its cell would overwrite it.
+Status SweepRun::prepare_store() {
+  Status failed;
   std::map<std::string, std::string> batches;
   auto batch = [&](const std::string& why) -> const std::string& {
     auto it = batches.find(why);
@@ -398,8 +401,14 @@ void SweepRun::prepare_store() {
     if (moved) {
       ++out_.moved_aside;
       message("moved " + id + " aside (" + why + ") to " + moved->string());
-    } else {
-      message("could not move " + id + " aside: " + moved.status().to_string());
+    } else if (failed) {
+      failed = Status(StatusCode::io_error,
+                      "could not move " + id + " (" + why + ") aside into " +
+                          (store_.dir() / "stale").string() + ": " + moved.status().message() +
+                          "; nothing was run, so that no result is overwritten",
+                      "make " + (store_.dir() / "stale").string() +
+                          " a writable directory (or free space), then run again",
+                      "specbench run");
     }
   };
   for (const auto& id : store_.stored_ids()) {
@@ -426,6 +435,7 @@ void SweepRun::prepare_store() {
     if (stored->complete())
       complete_.insert(id);
   }
+  return failed;
 }
 
 void SweepRun::build_manifest() {
@@ -827,7 +837,8 @@ Expected<SweepOutcome> SweepRun::run() {
       if (selected(c))
         ++out_.total_cells;
 
-  prepare_store();
+  if (Status st = prepare_store(); !st)
+    return st;
   build_manifest();
   for (const auto& ph : matrix_.phases)
     for (const auto& c : ph.cells)

@@ -13,6 +13,8 @@
 
 #include <csignal>
 #include <fcntl.h>
+#include <fstream>
+#include <iterator>
 #include <sys/file.h>
 #include <sys/resource.h>
 #include <thread>
@@ -136,6 +138,37 @@ TEST(Runner, ResumeSkipsCompleteCellsAndConfigChangeMovesResultsAside) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->config_hash, changed_matrix.phases[0].cells[0].config_hash);
   EXPECT_EQ(r->workload.max_new_tokens, 24);
+}
+
+// "Moved aside, never deleted": when stale/ cannot take an outdated result, the run stops before
+// measuring anything, instead of overwriting the only copy.
+TEST(Runner, AResultThatCannotBeMovedAsideStopsTheRunAndSurvives) {
+  const auto dir = specbench::testing::make_temp_dir("runner-no-stale");
+  auto sweep = small_sweep();
+  auto o = options(dir);
+  o.only = {"tp1-autoregressive"};
+  ASSERT_TRUE(run_sweep(sweep, expand(sweep), o));
+  const auto cell = dir / "cells" / "tp1-autoregressive.json";
+  std::string before;
+  {
+    std::ifstream in(cell);
+    before.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  ASSERT_FALSE(before.empty());
+  std::ofstream(dir / "stale") << "a file where the stale/ folder should go";
+  auto changed = small_sweep(24); // a new config hash: the stored result must go aside
+  auto out = run_sweep(changed, expand(changed), o);
+  ASSERT_FALSE(out);
+  EXPECT_NE(out.status().message().find("could not move tp1-autoregressive (config-changed) aside"),
+            std::string::npos)
+      << out.status().to_string();
+  EXPECT_NE(out.status().message().find("nothing was run"), std::string::npos);
+  std::string after;
+  {
+    std::ifstream in(cell);
+    after.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  EXPECT_EQ(after, before);
 }
 
 TEST(Runner, FreshRedoesOnlyTheSelectedCells) {
