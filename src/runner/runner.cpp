@@ -408,7 +408,7 @@ Status SweepRun::prepare_store() {
                           "; nothing was run, so that no result is overwritten",
                       "make " + (store_.dir() / "stale").string() +
                           " a writable directory (or free space), then run again",
-                      "specbench run");
+                      "SweepRun::prepare_store");
     }
   };
   for (const auto& id : store_.stored_ids()) {
