@@ -157,6 +157,9 @@ struct Limits {
   static constexpr int max_requests = 10'000'000;
   static constexpr std::uintmax_t max_file_bytes = 4 * 1024 * 1024;
   static constexpr int max_nesting = 64;
+  /// Each cell starts a server (minutes): more than this is a typo, and expanding it took minutes
+  /// and gigabytes before any check could say so.
+  static constexpr long long max_cells = 10'000;
 };
 
 /// Loads and validates a YAML sweep file. Never throws; every problem is a Diagnostic.

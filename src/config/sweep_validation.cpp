@@ -365,6 +365,18 @@ std::vector<Diagnostic> validate_sweep(const Sweep& s) {
       }
   }
 
+  // ---- size: phases x methods x workloads ----
+  long long cells = 0;
+  for (const auto& ph : s.phases)
+    cells +=
+        static_cast<long long>(s.methods.size()) *
+        static_cast<long long>(ph.workloads.empty() ? s.workloads.size() : ph.workloads.size());
+  if (cells > Limits::max_cells)
+    f.error("methods",
+            "the sweep expands to " + std::to_string(cells) + " cells, more than " +
+                std::to_string(Limits::max_cells) + " (each starts a server)",
+            "check the budgets, phases and workloads lists for a typo, or split the sweep");
+
   // ---- context overflow: prompt + max_new_tokens + verify width must fit the context ----
   const auto ctx = resolve_context_length(s.model);
   if (!ctx) {

@@ -482,3 +482,18 @@ TEST(SweepValidation, BooleansInEveryYaml11Spelling) {
         << yes;
   EXPECT_FALSE(load(replace(kValidSweep, "requests: 8", "requests: 8\n    ignore_eos: yep")).ok());
 }
+
+TEST(SweepValidation, ASweepOfMoreThanTenThousandCellsIsATypo) {
+  std::string budgets = "[";
+  for (int b = 1; b <= 1024; ++b)
+    budgets += (b > 1 ? ", " : "") + std::to_string(b);
+  std::string workloads = "[";
+  for (int w = 0; w < 12; ++w)
+    workloads +=
+        (w ? ", " : "") + std::string("{name: w") + std::to_string(w) + ", prompt_tokens: 10}";
+  const auto r = load(sweep_with(
+      "[{tp: 1}]", "[{kind: tree, block: 16, budgets: " + budgets + "]}]", workloads + "]"));
+  EXPECT_TRUE(find_error(r, "the sweep expands to 12288 cells, more than 10000"))
+      << all_messages(r);
+  EXPECT_EQ(r.error_count(), 1) << all_messages(r);
+}
