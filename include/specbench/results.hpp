@@ -270,8 +270,11 @@ std::string utc_now_iso8601();
 class ResultStore {
 public:
   /// Opens (creating it if needed) a results directory and removes temp files left by a
-  /// killed writer.
+  /// killed writer (one whose process is gone: a live writer's are its own).
   static Expected<ResultStore> open(const std::filesystem::path& dir);
+  /// Opens an existing results directory to read it: creates nothing and removes nothing, so
+  /// that a report taken while a run writes there never disturbs the run.
+  static Expected<ResultStore> open_to_read(const std::filesystem::path& dir);
 
   /// The results directory.
   const std::filesystem::path& dir() const noexcept { return dir_; }

@@ -255,7 +255,8 @@ Expected<Report> load_report(const std::filesystem::path& results_dir) {
   if (!std::filesystem::is_directory(results_dir, ec))
     return Status(StatusCode::not_found, "no results directory " + results_dir.string(),
                   "pass the directory given to `specbench run --results`", "load_report");
-  auto store = ResultStore::open(results_dir);
+  // To read only: a report taken while a run writes here must not touch the run's files.
+  auto store = ResultStore::open_to_read(results_dir);
   if (!store)
     return store.status();
   std::vector<std::string> problems;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstring>
 #include <ctime>
 #include <fcntl.h>
@@ -30,7 +31,7 @@ Status errno_status(const std::string& what, const fs::path& path, int err) {
 // user's "paper.tmp.v3.tex" in a --results folder is not ours to delete.
 bool is_temp_name(const std::string& name) {
   const size_t at = name.rfind(".tmp.");
-  if (at == std::string::npos || at + 5 == name.size() ||
+  if (at == std::string::npos || at + 5 == name.size() || name.size() - at > 5 + 9 ||
       name.find_first_not_of("0123456789", at + 5) != std::string::npos)
     return false;
   const std::string base = name.substr(0, at);
@@ -137,10 +138,26 @@ Expected<ResultStore> ResultStore::open(const fs::path& dir) {
   for (const auto& sub : {dir, dir / "cells", dir / "report"}) {
     for (auto it = fs::directory_iterator(sub, ec); !ec && it != fs::directory_iterator();
          it.increment(ec)) {
-      if (it->is_regular_file() && is_temp_name(it->path().filename().string()))
-        fs::remove(it->path(), ec);
+      const std::string name = it->path().filename().string();
+      if (!it->is_regular_file() || !is_temp_name(name))
+        continue;
+      // The name ends in its writer's pid: a writer that still runs (a report being written
+      // while this opens, say) is mid-write, not killed.
+      const pid_t writer = static_cast<pid_t>(std::stol(name.substr(name.rfind('.') + 1)));
+      if (writer > 0 && writer != ::getpid() && (::kill(writer, 0) == 0 || errno == EPERM))
+        continue;
+      fs::remove(it->path(), ec);
     }
   }
+  return ResultStore(dir);
+}
+
+Expected<ResultStore> ResultStore::open_to_read(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    return Status(StatusCode::not_found, "no results directory " + dir.string(),
+                  "pass the directory given to `specbench run --results`",
+                  "ResultStore::open_to_read");
   return ResultStore(dir);
 }
 

@@ -240,14 +240,23 @@ TEST(ResultStore, OnlyItsOwnTempFilesAreRemoved) {
   const auto dir = specbench::testing::make_temp_dir("store-tmp-names");
   fs::create_directories(dir / "cells");
   fs::create_directories(dir / "report");
+  // A writer that is gone (a child that exited and was reaped) and one that still runs.
+  const pid_t gone = ::fork();
+  if (gone == 0)
+    ::_exit(0);
+  ASSERT_GT(gone, 0);
+  ASSERT_EQ(::waitpid(gone, nullptr, 0), gone);
+  const std::string dead = std::to_string(gone), live = std::to_string(::getppid());
   // Left by killed writers: removed, in the report folder too.
-  const std::vector<fs::path> ours = {dir / "manifest.json.tmp.77",
-                                      dir / "report" / "report.csv.tmp.9",
-                                      dir / "report" / "speedup.svg.tmp.123"};
-  // Not ours: a cell of workload "chat.tmp.v2", a user's file in a --results folder.
+  const std::vector<fs::path> ours = {dir / ("manifest.json.tmp." + dead),
+                                      dir / "report" / ("report.csv.tmp." + dead),
+                                      dir / "report" / ("speedup.svg.tmp." + dead)};
+  // Not ours: a cell of workload "chat.tmp.v2", a user's file in a --results folder; and a live
+  // writer's temp file (a report being written while a run opens the directory).
   const std::vector<fs::path> theirs = {dir / "cells" / "tp1-autoregressive-chat.tmp.v2.json",
                                         dir / "paper.tmp.v3.tex", dir / "notes.tmp.1",
-                                        dir / "cells" / "x.json.tmp.12a"};
+                                        dir / "cells" / "x.json.tmp.12a",
+                                        dir / "cells" / ("y.json.tmp." + live)};
   for (const auto& p : ours)
     std::ofstream(p) << "partial";
   for (const auto& p : theirs)
