@@ -5,6 +5,7 @@
 
 #include "specbench/preflight.hpp"
 
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 
@@ -32,8 +33,8 @@ Registrar reg{Command{
       auto* sub = app.add_subcommand(
           "preflight", "Check every layer of the GPU stack (host, driver, CUDA, compute, "
                        "interconnect, model) and say which one is broken and why");
-      sub->add_option("--tp", args->tp, "GPUs in the tensor-parallel group")
-          ->check(CLI::Range(1, 64));
+      // Ranges are checked in the command, not by CLI11, so that --json still prints JSON.
+      auto* tp = sub->add_option("--tp", args->tp, "GPUs in the tensor-parallel group (1..64)");
       sub->add_option("--gpus", args->gpus, "CUDA ordinals to use, e.g. 0,1,2,3 or 0-3");
       sub->add_option("--model", args->model,
                       "model directory to check (config, safetensors, fit)");
@@ -52,17 +53,51 @@ Registrar reg{Command{
                       "directories searched first for the driver libraries");
       sub->add_option("--root", args->root,
                       "read /dev, /proc, /sys under this directory (tests, chroots; default /)");
-      return [args]() -> int {
+      return [args, tp]() -> int {
         PreflightPlan plan;
         plan.tp = args->tp;
+        // Bad arguments: exit 2, and with --json a could-not-run report rather than nothing.
+        const auto refuse = [&](const Status& st) {
+          if (args->json) {
+            PreflightReport r;
+            r.plan = plan;
+            r.run_error = st;
+            std::cout << r.to_json(2) << "\n";
+          } else {
+            std::fprintf(stderr, "specbench preflight: %s\n", st.to_string().c_str());
+          }
+          return exit_could_not_run;
+        };
+        const auto in_range = [&](double v, double lo, double hi, const char* flag,
+                                  const char* unit) -> Status {
+          if (std::isfinite(v) && v >= lo && v <= hi)
+            return {};
+          char msg[160];
+          std::snprintf(msg, sizeof msg, "%s %.10g is outside %.10g..%.10g %s", flag, v, lo, hi,
+                        unit);
+          return Status(StatusCode::invalid_argument, msg, "give a value in that range");
+        };
+        for (const Status& st :
+             {in_range(args->tp, 1, 64, "--tp", "GPUs"),
+              in_range(args->alloc_mib, 1, 1 << 20, "--alloc-mib", "MiB"),
+              in_range(args->min_free_gib, 0, 1 << 20, "--min-free-gib", "GiB"),
+              in_range(args->init_timeout_s, 0.1, 86400, "--init-timeout", "s"),
+              in_range(args->compute_timeout_s, 0.1, 86400, "--compute-timeout", "s"),
+              in_range(args->interconnect_timeout_s, 0.1, 86400, "--interconnect-timeout", "s")})
+          if (!st)
+            return refuse(st);
         if (!args->gpus.empty()) {
           auto list = parse_gpu_list(args->gpus);
-          if (!list) {
-            std::fprintf(stderr, "specbench preflight: %s\n", list.status().to_string().c_str());
-            return exit_could_not_run;
-          }
+          if (!list)
+            return refuse(list.status());
           plan.gpus = *list;
-          if (args->tp == 1 && plan.gpus.size() > 1)
+          if (plan.gpus.size() > 64)
+            return refuse(Status(StatusCode::invalid_argument,
+                                 "--gpus lists " + std::to_string(plan.gpus.size()) +
+                                     " GPUs; a TP group has at most 64",
+                                 "list the GPUs of one TP group"));
+          // --gpus alone sets the group's size; given with --tp, the two must agree.
+          if (tp->count() == 0)
             plan.tp = static_cast<int>(plan.gpus.size());
         }
         plan.model_path = args->model;

@@ -6,11 +6,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <unistd.h>
 
 namespace specbench::preflight {
 namespace fs = std::filesystem;
@@ -66,13 +69,17 @@ std::string since(double s) {
 std::string check_safetensors(const fs::path& p, uintmax_t& size_out) {
   std::error_code ec;
   if (!fs::exists(p, ec)) {
+    if (ec)
+      return "cannot be read: " + ec.message();
     if (fs::is_symlink(fs::symlink_status(p, ec)))
       return "dangling symlink (its blob is gone)";
     return "missing";
   }
   size_out = fs::file_size(p, ec);
   if (ec)
-    return "unreadable: " + ec.message();
+    return "cannot be read: " + ec.message();
+  if (::access(p.c_str(), R_OK) != 0)
+    return std::string("cannot be read: ") + std::strerror(errno);
   std::ifstream in(p, std::ios::binary);
   unsigned char len_bytes[8] = {};
   if (!in.read(reinterpret_cast<char*>(len_bytes), 8))
@@ -132,14 +139,47 @@ void run_model_layer(Run& run) {
                "keep a copy on disk and stage it to /dev/shm in a boot-time step";
   };
   bool dir_ok = false;
+  bool unreadable = false; // a permission problem, which "download it again" would not fix
+  const auto unreadable_diagnosis = [&](CheckResult& c) {
+    c.diagnosis = "specbench runs as uid " + std::to_string(::getuid()) +
+                  ", which may not read the model's files";
+    c.remedy = "make them readable (chmod -R a+rX " + path +
+               ") or run specbench as the user that owns them";
+  };
   { // directory
     const auto t0 = Clock::now();
     auto c = make_check("model.dir", PreflightLayer::model);
     c.facts.emplace_back("path", path);
-    if (!fs::is_directory(path, ec)) {
+    const auto link = fs::symlink_status(path, ec);
+    const bool is_link = !ec && fs::is_symlink(link);
+    std::string target;
+    if (is_link)
+      target = fs::read_symlink(path, ec).string();
+    if (is_link)
+      c.facts.emplace_back("symlink_to", target);
+    const auto st = fs::status(path, ec);
+    const bool denied = ec == std::errc::permission_denied;
+    if (denied || (fs::is_directory(st) && ::access(path.c_str(), R_OK | X_OK) != 0)) {
       c.status = CheckStatus::fail;
-      c.summary = "model directory " + path + " does not exist";
-      if (in_shm)
+      unreadable = true;
+      c.summary = "model directory " + path + " cannot be read: permission denied";
+      unreadable_diagnosis(c);
+    } else if (fs::exists(st) && !fs::is_directory(st)) {
+      c.status = CheckStatus::fail;
+      c.summary = path + " is a file, not a model directory";
+      c.diagnosis = "--model (or the sweep's model.path) names a file";
+      c.remedy = "give the directory that holds config.json and the .safetensors files";
+    } else if (ec == std::errc::too_many_symbolic_link_levels) {
+      c.status = CheckStatus::fail;
+      c.summary = path + " is a loop of symbolic links";
+      c.diagnosis = "the model path's links point at each other";
+      c.remedy = "point the link at the real model directory";
+    } else if (!fs::is_directory(st)) {
+      const bool link_to_shm = is_link && target.rfind("/dev/shm", 0) == 0;
+      c.status = CheckStatus::fail;
+      c.summary = "model directory " + path + " does not exist" +
+                  (is_link ? " (a symbolic link to " + target + ", which is gone)" : "");
+      if (in_shm || link_to_shm)
         shm_diagnosis(c);
       else {
         c.diagnosis = "the path is wrong or the model was never downloaded here";
@@ -175,9 +215,14 @@ void run_model_layer(Run& run) {
   { // config.json
     const auto t0 = Clock::now();
     auto c = make_check("model.config", PreflightLayer::model);
-    std::ifstream in(fs::path(path) / "config.json");
+    const fs::path cfg_path = fs::path(path) / "config.json";
+    std::ifstream in(cfg_path);
     const json cfg = in ? json::parse(in, nullptr, false) : json();
-    if (!in || cfg.is_discarded() || !cfg.is_object()) {
+    if (!in && fs::exists(cfg_path, ec)) {
+      c.status = CheckStatus::fail;
+      c.summary = "config.json cannot be read: " + std::string(std::strerror(errno));
+      unreadable_diagnosis(c);
+    } else if (!in || cfg.is_discarded() || !cfg.is_object()) {
       c.status = CheckStatus::fail;
       c.summary = !in ? "config.json missing" : "config.json is not valid JSON";
       c.diagnosis = "the model download is incomplete";
@@ -218,19 +263,35 @@ void run_model_layer(Run& run) {
     uintmax_t declared = 0;
     if (fs::exists(index, ec)) {
       std::ifstream in(index);
-      const json j = json::parse(in, nullptr, false);
-      if (j.is_discarded() || !j.contains("weight_map") || !j["weight_map"].is_object()) {
+      const json j = in ? json::parse(in, nullptr, false) : json();
+      const json* total = j.is_object() && j.contains("metadata") && j["metadata"].is_object() &&
+                                  j["metadata"].contains("total_size")
+                              ? &j["metadata"]["total_size"]
+                              : nullptr;
+      if (!in) {
         c.status = CheckStatus::fail;
-        c.summary = "model.safetensors.index.json is unreadable or has no weight_map";
+        c.summary =
+            "model.safetensors.index.json cannot be read: " + std::string(std::strerror(errno));
+        unreadable = true;
+      } else if (j.is_discarded() || !j.contains("weight_map") || !j["weight_map"].is_object()) {
+        c.status = CheckStatus::fail;
+        c.summary = "model.safetensors.index.json is not JSON or has no weight_map";
+      } else if (total && !total->is_number_unsigned()) {
+        c.status = CheckStatus::fail;
+        c.summary = "model.safetensors.index.json's metadata.total_size is " +
+                    total->dump().substr(0, 40) + ", not a byte count";
       } else {
         std::set<std::string> unique;
         for (auto& [tensor, file] : j["weight_map"].items())
           if (file.is_string())
             unique.insert(file.get<std::string>());
         shards.assign(unique.begin(), unique.end());
-        if (j.contains("metadata") && j["metadata"].contains("total_size") &&
-            j["metadata"]["total_size"].is_number_unsigned())
-          declared = j["metadata"]["total_size"].get<uintmax_t>();
+        if (shards.empty()) {
+          c.status = CheckStatus::fail;
+          c.summary = "model.safetensors.index.json lists no weight files (empty weight_map)";
+        }
+        if (total)
+          declared = total->get<uintmax_t>();
       }
     } else if (fs::exists(fs::path(path) / "model.safetensors", ec)) {
       shards = {"model.safetensors"};
@@ -245,6 +306,7 @@ void run_model_layer(Run& run) {
       const std::string why = check_safetensors(fs::path(path) / s, size);
       weight_bytes += size;
       if (!why.empty()) {
+        unreadable |= why.rfind("cannot be read", 0) == 0;
         if (bad++ < 4)
           problems += (problems.empty() ? "" : "; ") + s + ": " + why;
       }
@@ -269,7 +331,9 @@ void run_model_layer(Run& run) {
       }
     }
     if (c.status == CheckStatus::fail) {
-      if (in_shm)
+      if (unreadable)
+        unreadable_diagnosis(c);
+      else if (in_shm)
         shm_diagnosis(c);
       else {
         c.diagnosis = "the download is incomplete or was interrupted";

@@ -247,10 +247,12 @@ TEST(PreflightFakes, GpuNodeWithForeignMajorIsReported) {
   std::filesystem::create_symlink("/dev/tty", m.root / "dev/nvidia1"); // character device 5:0
   const PreflightReport r = run_preflight(m.plan(1));
   const CheckResult& n = check(r, "host.device_nodes");
-  EXPECT_EQ(n.status, CheckStatus::fail);
   EXPECT_THAT(n.summary, HasSubstr("/dev/nvidia1 has major 5, the nvidia driver has 1"));
-  // Evidence only: NVML and CUDA still ran.
+  // Evidence only: NVML and CUDA still ran, and since cuInit and the planned GPU work, the
+  // finding is a warning (the deeper layers judge the GPUs the plan uses).
   EXPECT_EQ(check(r, "cuda.init").status, CheckStatus::pass);
+  EXPECT_EQ(n.status, CheckStatus::warn);
+  EXPECT_THAT(n.summary, HasSubstr("cuInit works all the same"));
 }
 
 TEST(PreflightFakes, StubLibcudaIs34AndNamed) {
@@ -363,6 +365,45 @@ TEST(PreflightFakes, WrongDataIsCaught) {
     EXPECT_EQ(check(r, "compute.gpu0.kernel").status, CheckStatus::fail);
   }
   EXPECT_EQ(exit_code(r), 1);
+  // Failures with no CUDA error code still say why and what to do.
+  EXPECT_THAT(check(r, "compute.gpu0.memcpy").diagnosis, HasSubstr("comes back changed"));
+  EXPECT_THAT(check(r, "compute.gpu0.memcpy").remedy, HasSubstr("ECC"));
+  EXPECT_THAT(check(r, "compute.gpu0.gemm").diagnosis, HasSubstr("wrong matrix product"));
+  ASSERT_NE(r.first_failure(), nullptr);
+  EXPECT_FALSE(r.first_failure()->diagnosis.empty());
+}
+
+TEST(PreflightFakes, InterconnectFailuresSayWhyAndWhatToDo) {
+  FakeMachine m("nccl-init");
+  m.healthy(2);
+  m.set("FAKE_NCCL_INIT_RESULT", "5");
+  m.set("FAKE_CUDA_NO_PEER", "1");
+  const PreflightReport r = run_preflight(m.plan(2));
+  EXPECT_EQ(check(r, "interconnect.nccl").status, CheckStatus::fail);
+  EXPECT_THAT(check(r, "interconnect.nccl").diagnosis, HasSubstr("NCCL could not set up"));
+  EXPECT_THAT(check(r, "interconnect.nccl").remedy, HasSubstr("NCCL_DEBUG=INFO"));
+  EXPECT_EQ(check(r, "interconnect.peer_access").status, CheckStatus::warn);
+  EXPECT_THAT(check(r, "interconnect.peer_access").remedy, HasSubstr("topo -m"));
+}
+
+// WSL2 or a sandboxed runtime: no /proc/driver/nvidia and no /dev/nvidia* nodes, yet NVML and
+// cuInit work. The host layer is evidence, not a gate: its findings become warnings.
+TEST(PreflightFakes, HostFindingsAreWarningsWhenCudaWorks) {
+  FakeMachine m("wsl");
+  m.healthy(1);
+  std::filesystem::remove_all(m.root / "proc/driver/nvidia");
+  for (const char* node : {"dev/nvidiactl", "dev/nvidia0"})
+    std::filesystem::remove(m.root / node);
+  const PreflightReport r = run_preflight(m.plan(1));
+  EXPECT_EQ(check(r, "cuda.init").status, CheckStatus::pass);
+  bool host_warned = false;
+  for (const auto* c : r.checks_of(PreflightLayer::host)) {
+    EXPECT_NE(c->status, CheckStatus::fail) << c->id << ": " << c->summary;
+    host_warned |= c->status == CheckStatus::warn;
+  }
+  EXPECT_TRUE(host_warned) << r.to_table();
+  if (build_info::cuda_compiled)
+    EXPECT_EQ(exit_code(r), 0) << r.to_table();
 }
 
 TEST(PreflightFakes, NoKernelImageNamesCompiledArchitectures) {
@@ -440,6 +481,20 @@ TEST(PreflightFakes, MissingProbeExecutableCouldNotRun) {
   EXPECT_THAT(r.run_error.message(), HasSubstr("could not start the GPU probe"));
   // What ran before is kept.
   EXPECT_NE(r.find("driver.nvml"), nullptr);
+}
+
+// A probe that exits before its first line (a loader error, a probe of another build) tells
+// nothing about the GPUs: the preflight could not run, and it says why, not "libcuda missing".
+TEST(PreflightFakes, AProbeThatCannotStartCouldNotRun) {
+  FakeMachine m("probe-false");
+  m.healthy(1);
+  PreflightPlan plan = m.plan(1);
+  plan.probe_path = "/bin/false";
+  const PreflightReport r = run_preflight(plan);
+  EXPECT_TRUE(r.could_not_run()) << r.to_table();
+  EXPECT_EQ(exit_code(r), 2);
+  EXPECT_THAT(r.run_error.message(), HasSubstr("exited before it checked anything (exit code 1)"));
+  EXPECT_EQ(r.find("cuda.load"), nullptr);
 }
 
 TEST(PreflightFakes, ForkFallbackWithoutProbeExecutable) {

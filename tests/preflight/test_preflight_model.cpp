@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace specbench {
 namespace {
@@ -167,6 +169,90 @@ TEST(PreflightModel, ModelInDevShmGoneAfterRebootHasItsOwnDiagnosis) {
   EXPECT_THAT(d.diagnosis, HasSubstr("booted 30 min ago"));
   EXPECT_THAT(d.remedy, HasSubstr("download the model again"));
   EXPECT_EQ(check(r, "model.weights").status, CheckStatus::skipped);
+}
+
+TEST(PreflightModel, AnIndexThatListsNothingOrACountThatIsNotOneFails) {
+  FakeMachine m("model-index");
+  m.healthy(1);
+  PreflightPlan plan = m.plan(1);
+  const fs::path dir = make_model(m.root / "models/empty-map", 1, 100);
+  std::ofstream(dir / "model.safetensors.index.json") << R"({"weight_map":{}})";
+  plan.model_path = dir.string();
+  PreflightReport r = run_preflight(plan);
+  EXPECT_EQ(check(r, "model.weights").status, CheckStatus::fail);
+  EXPECT_THAT(check(r, "model.weights").summary, HasSubstr("lists no weight files"));
+  EXPECT_EQ(check(r, "model.memory_fit").status, CheckStatus::skipped);
+
+  std::ofstream(dir / "model.safetensors.index.json")
+      << R"({"metadata":{"total_size":4.0e12},"weight_map":{"w":"model-00001-of-00001.safetensors"}})";
+  r = run_preflight(plan);
+  EXPECT_EQ(check(r, "model.weights").status, CheckStatus::fail);
+  EXPECT_THAT(check(r, "model.weights").summary, HasSubstr("not a byte count"));
+}
+
+TEST(PreflightModel, AFileOrALinkLoopIsNamedForWhatItIs) {
+  FakeMachine m("model-odd-paths");
+  m.healthy(1);
+  PreflightPlan plan = m.plan(1);
+  fs::create_directories(m.root / "models");
+  std::ofstream(m.root / "models/weights.bin") << "x";
+  plan.model_path = (m.root / "models/weights.bin").string();
+  PreflightReport r = run_preflight(plan);
+  EXPECT_THAT(check(r, "model.dir").summary, HasSubstr("is a file, not a model directory"));
+  fs::create_symlink(m.root / "models/loop-b", m.root / "models/loop-a");
+  fs::create_symlink(m.root / "models/loop-a", m.root / "models/loop-b");
+  plan.model_path = (m.root / "models/loop-a").string();
+  r = run_preflight(plan);
+  EXPECT_THAT(check(r, "model.dir").summary, HasSubstr("loop of symbolic links"));
+  // A link into /dev/shm whose target a reboot emptied gets the /dev/shm diagnosis.
+  fs::create_symlink("/dev/shm/specbench-test-gone-" + std::to_string(::getpid()),
+                     m.root / "models/staged");
+  plan.model_path = (m.root / "models/staged").string();
+  r = run_preflight(plan);
+  EXPECT_THAT(check(r, "model.dir").summary, HasSubstr("a symbolic link to /dev/shm/"));
+  EXPECT_THAT(check(r, "model.dir").diagnosis, HasSubstr("emptied at every boot"));
+}
+
+// Files the user may not read are a permission problem, not a broken download. As root (CI) the
+// check runs in a child that drops to nobody, since root reads everything.
+TEST(PreflightModel, UnreadableFilesAreAPermissionProblem) {
+  FakeMachine m("model-perm");
+  m.healthy(1);
+  PreflightPlan plan = m.plan(1);
+  const fs::path dir = make_model(m.root / "models/private", 2, 100);
+  fs::permissions(dir / "model-00001-of-00002.safetensors",
+                  fs::perms::owner_read | fs::perms::owner_write);
+  fs::permissions(m.root, fs::perms::all); // nobody must reach the model through the fake root
+  for (fs::path p = dir; p != m.root; p = p.parent_path())
+    fs::permissions(p, fs::perms::all);
+  plan.model_path = dir.string();
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::close(fds[0]);
+    if (::geteuid() == 0 && (::setgid(65534) != 0 || ::setuid(65534) != 0))
+      ::_exit(3);
+    const PreflightReport r = run_preflight(plan);
+    const CheckResult* c = r.find("model.weights");
+    const std::string text = c ? c->summary + "\n" + c->diagnosis + "\n" + c->remedy : "none";
+    [[maybe_unused]] ssize_t w = ::write(fds[1], text.data(), text.size());
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string text;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;)
+    text.append(buf, static_cast<size_t>(n));
+  ::close(fds[0]);
+  int st = 0;
+  ASSERT_EQ(::waitpid(child, &st, 0), child);
+  ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "the child could not drop to nobody";
+  EXPECT_THAT(text, HasSubstr("model-00001-of-00002.safetensors: cannot be read"));
+  EXPECT_THAT(text, HasSubstr("may not read the model's files"));
+  EXPECT_THAT(text, HasSubstr("chmod -R a+rX"));
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("download")));
 }
 
 TEST(PreflightModel, NoModelPathNoModelLayer) {
