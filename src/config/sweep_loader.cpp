@@ -206,16 +206,28 @@ void read_methods(YamlReader& r, const YAML::Node& n, std::vector<Method>& metho
       if (!e["block"])
         r.error(e, mp + ".block", "a tree method needs `block` (the drafter's block size)",
                 "add `block: 16` for a b16 DFlash drafter");
+      // Without budgets the method is still built once (budget 0, whose finding is an echo of
+      // this error), so that the rest of it, its block, is judged too.
+      const auto without_budgets = [&] {
+        origins[at(p, methods.size())] = mp;
+        methods.push_back(m);
+      };
       if (!e["budgets"]) {
         r.error(e, mp + ".budgets", "a tree method needs `budgets` (node budgets to sweep)",
                 "add `budgets: [8, 16, 32, 64]`");
+        without_budgets();
         continue;
       }
       const YAML::Node b = e["budgets"];
       r.mark(b, mp + ".budgets");
-      if (!r.expect_sequence(b, mp + ".budgets")) continue;
-      if (b.size() == 0)
+      if (!r.expect_sequence(b, mp + ".budgets")) {
+        without_budgets();
+        continue;
+      }
+      if (b.size() == 0) {
         r.error(b, mp + ".budgets", "`budgets` is empty", "list at least one node budget");
+        without_budgets();
+      }
       for (size_t j = 0; j < b.size(); ++j) {
         auto v = r.read_int(b[j], at(mp + ".budgets", j), -1'000'000, 1'000'000);
         if (!v) continue;

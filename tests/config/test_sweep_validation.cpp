@@ -497,3 +497,16 @@ TEST(SweepValidation, ASweepOfMoreThanTenThousandCellsIsATypo) {
       << all_messages(r);
   EXPECT_EQ(r.error_count(), 1) << all_messages(r);
 }
+
+TEST(SweepValidation, ATreeWithoutBudgetsStillHasItsBlockJudged) {
+  for (const char* budgets : {"", ", budgets: []", ", budgets: 8"}) {
+    const auto r = load(
+        sweep_with("[{tp: 1}]",
+                   std::string("[{kind: autoregressive}, {kind: tree, block: 300") + budgets + "}]",
+                   "[{name: a, prompt_tokens: 10}]"));
+    EXPECT_TRUE(find_error(r, "block 300 is out of range 2..256")) << budgets << "\n"
+                                                                   << all_messages(r);
+    EXPECT_FALSE(find_error(r, "budget 0")) << all_messages(r);
+    EXPECT_EQ(r.error_count(), 2) << all_messages(r);
+  }
+}
