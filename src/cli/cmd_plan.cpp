@@ -2,8 +2,11 @@
 #include "cli/command.hpp"
 #include "cli/print_diagnostics.hpp"
 
+#include "core/json_text.hpp"
 #include "specbench/config.hpp"
 #include "specbench/matrix.hpp"
+
+#include <nlohmann/json.hpp>
 
 #include <cstdio>
 #include <string>
@@ -30,12 +33,34 @@ std::string describe_workload(const Workload& w) {
   return s;
 }
 
+// Every finding as JSON, for --json: a script reading stdout gets them there too.
+nlohmann::json diagnostics_json(const std::vector<Diagnostic>& diags) {
+  auto out = nlohmann::json::array();
+  for (const auto& d : diags)
+    out.push_back({{"severity", d.severity == Severity::error ? "error" : "warning"},
+                   {"file", d.file},
+                   {"line", d.line},
+                   {"column", d.column},
+                   {"path", d.path},
+                   {"message", d.message},
+                   {"fix", d.fix}});
+  return out;
+}
+
 int run_plan(const std::string& file, bool json) {
   const LoadResult loaded = load_sweep_file(file);
   print_diagnostics(loaded.diagnostics);
   if (!loaded.ok()) {
     std::fprintf(stderr, "specbench plan: %d error(s) in %s; nothing was planned\n",
                  loaded.error_count(), file.c_str());
+    if (json)
+      std::printf("%s\n", detail::json_text({{"schema_version", 1},
+                                             {"kind", "specbench.plan"},
+                                             {"ok", false},
+                                             {"errors", loaded.error_count()},
+                                             {"diagnostics", diagnostics_json(loaded.diagnostics)}},
+                                            2)
+                              .c_str());
     return exit_could_not_run;
   }
   const Sweep& sweep = *loaded.sweep;
@@ -45,7 +70,10 @@ int run_plan(const std::string& file, bool json) {
     return exit_could_not_run;
   }
   if (json) {
-    std::printf("%s\n", matrix_to_json(*matrix, sweep).c_str());
+    auto j = nlohmann::json::parse(matrix_to_json(*matrix, sweep));
+    j["ok"] = true;
+    j["diagnostics"] = diagnostics_json(loaded.diagnostics); // the warnings
+    std::printf("%s\n", detail::json_text(j, 2).c_str());
     return exit_ok;
   }
   const auto ctx = resolve_context_length(sweep.model);

@@ -49,6 +49,9 @@ int run_report(const ReportArgs& a) {
                                    std::pair{a.plot_acceptance, PlotKind::acceptance_length}}) {
     if (path.empty())
       continue;
+    std::error_code ec; // like --out, a plot's folder is made when missing
+    if (const auto parent = std::filesystem::path(path).parent_path(); !parent.empty())
+      std::filesystem::create_directories(parent, ec);
     if (auto st = write_file_atomic(path, report_svg(*rep, kind)); !st) {
       std::fprintf(stderr, "specbench report: %s\n", st.to_string().c_str());
       return exit_could_not_run;
@@ -69,8 +72,12 @@ const Registrar reg{
        sub->add_option("--plot", a->plot, "also write the speedup-vs-budget SVG plot to this file");
        sub->add_option("--plot-acceptance", a->plot_acceptance,
                        "also write the acceptance-vs-budget SVG plot here");
-       sub->add_option("--out", a->out, "directory for the report files (default DIR/report)");
-       sub->add_flag("--no-write", a->no_write, "only print; write no files");
+       auto* out =
+           sub->add_option("--out", a->out, "directory for the report files (default DIR/report)");
+       sub->add_flag("--no-write", a->no_write,
+                     "only print; write no report files (--plot still "
+                     "writes its plot)")
+           ->excludes(out);
        return std::function<int()>([a] { return run_report(*a); });
      }}};
 

@@ -124,6 +124,7 @@ public:
       line("  " + e.message);
       break;
     case RunnerEventKind::sweep_finished:
+      status_.clear(); // nothing runs any more: no status line after the summary
       line("sweep " + e.status + " in " + fmt_duration(e.elapsed_s) + ": " + e.message);
       break;
     }
@@ -217,17 +218,23 @@ int run_run(const RunArgs& a) {
     std::fprintf(stderr, "specbench run: %s\n", outcome.status().to_string().c_str());
     return exit_could_not_run;
   }
-  if (!a.no_report) {
+  // The report files are rewritten even with --no-report: the old ones would describe results
+  // this run may have moved aside.
+  {
     auto rep = load_report(outcome->results_dir);
     if (rep) {
-      std::fputs(report_markdown(*rep).c_str(), stdout);
-      std::fflush(stdout);
+      if (!a.no_report) {
+        std::fputs(report_markdown(*rep).c_str(), stdout);
+        std::fflush(stdout);
+      }
       auto files = write_report_files(*rep, outcome->results_dir / "report");
-      if (files)
-        std::fprintf(stderr, "report: %s (plots: %s, %s)\n", files->markdown.string().c_str(),
-                     files->speedup_svg.string().c_str(), files->acceptance_svg.string().c_str());
-      else
+      if (files) {
+        if (!a.no_report)
+          std::fprintf(stderr, "report: %s (plots: %s, %s)\n", files->markdown.string().c_str(),
+                       files->speedup_svg.string().c_str(), files->acceptance_svg.string().c_str());
+      } else {
         std::fprintf(stderr, "specbench run: %s\n", files.status().to_string().c_str());
+      }
     } else {
       std::fprintf(stderr, "specbench run: no report: %s\n", rep.status().to_string().c_str());
     }
@@ -249,16 +256,35 @@ const Registrar reg{
        auto* sub = app.add_subcommand(
            "run", "Run a sweep end to end (resumes: finished cells are skipped)");
        auto a = std::make_shared<RunArgs>();
-       sub->add_option("sweep", a->file, "the sweep YAML file")->required();
+       // Not ->required(): `--only` takes every word after it, the sweep file too when it comes
+       // last (`run --only tp1-autoregressive sweep.yaml`), and run_run takes it back from there.
+       sub->add_option("sweep", a->file, "the sweep YAML file");
        sub->add_option("--results", a->results,
                        "results directory (default: the sweep's "
                        "runner.results_dir)");
        sub->add_option("--only", a->only, "run only these cell or phase ids")->expected(1, -1);
        sub->add_flag("--fresh", a->fresh, "redo the selected cells (old results are moved aside)");
        sub->add_flag("--no-preflight", a->no_preflight, "do not gate phases on the GPU preflight");
-       sub->add_flag("--no-report", a->no_report, "do not print the report");
+       sub->add_flag("--no-report", a->no_report,
+                     "do not print the report (DIR/report/ is still brought up to date)");
        sub->add_flag("--quiet", a->quiet, "fewer progress lines");
-       return std::function<int()>([a] { return run_run(*a); });
+       return std::function<int()>([a]() -> int {
+         if (a->file.empty() && !a->only.empty()) {
+           const std::string last = a->only.back();
+           std::error_code ec;
+           const bool yaml = last.size() > 5 && (last.ends_with(".yaml") || last.ends_with(".yml"));
+           if (yaml && std::filesystem::is_regular_file(last, ec)) {
+             a->file = last;
+             a->only.pop_back();
+           }
+         }
+         if (a->file.empty()) {
+           std::fprintf(stderr, "specbench run: the sweep file is missing\n    fix: specbench run "
+                                "SWEEP.yaml [--only ID...] (see specbench run --help)\n");
+           return exit_could_not_run;
+         }
+         return run_run(*a);
+       });
      }}};
 
 } // namespace

@@ -113,8 +113,11 @@ const Registrar reg{Command{
                       "drafter block size K incl. the root (chain verifies K tokens)")
           ->capture_default_str();
       sub->add_option("--speculative-ddtree-budget", args->ddtree_budget, "DDTree node budget B");
-      sub->add_option("--vocab", o.model.vocab, "synthetic vocabulary size")->capture_default_str();
+      sub->add_option("--vocab", o.model.vocab, "synthetic vocabulary size")
+          ->check(CLI::Range(2, 1 << 24))
+          ->capture_default_str();
       sub->add_option("--agreement", o.model.agreement, "draft/target agreement in [0,1]")
+          ->check(CLI::Range(0.0, 1.0))
           ->capture_default_str();
       sub->add_option("--sharpness", o.model.sharpness, "target logit scale")
           ->capture_default_str();
@@ -133,6 +136,7 @@ const Registrar reg{Command{
       sub->add_option("--load-time-s", o.load_time_s, "/health is 503 this long after start")
           ->capture_default_str();
       sub->add_option("--max-running-requests", o.max_running_requests, "batch size cap")
+          ->check(CLI::Range(1, 1 << 20))
           ->capture_default_str();
       sub->add_option("--decode-log-interval", o.decode_log_interval,
                       "fold spec counters into /server_info every N steps (SGLang: 40)")

@@ -1,6 +1,7 @@
 // specbench: the command-line tool. It parses arguments, calls the library and prints; it is the
 // only place where errors become exit codes.
 #include "cli/command.hpp"
+#include "config/did_you_mean.hpp"
 
 #include "specbench/build_info.hpp"
 
@@ -32,6 +33,32 @@ int main(int argc, char** argv) {
   std::vector<std::function<int()>> runs;
   runs.reserve(commands.size());
   for (auto& c : commands) runs.push_back(c.setup(app));
+  // A misspelt command or a stray option before it: name it, not "a subcommand is required".
+  if (argc >= 2) {
+    const std::string first = argv[1];
+    std::vector<std::string> names;
+    for (const auto& c : commands)
+      names.push_back(c.name);
+    const bool known = std::find(names.begin(), names.end(), first) != names.end();
+    const bool general = first == "-h" || first == "--help" || first == "--version";
+    if (!known && !general) {
+      std::string all;
+      for (const auto& n : names)
+        all += (all.empty() ? "" : ", ") + n;
+      const std::string near = specbench::detail::closest_match(first, names);
+      if (first[0] == '-')
+        std::fprintf(stderr,
+                     "specbench: unknown option %s before the command\n    fix: put "
+                     "options after the command, e.g. specbench run --help\n",
+                     first.c_str());
+      else
+        std::fprintf(
+            stderr, "specbench: unknown command '%s'\n    fix: %s (commands: %s)\n", first.c_str(),
+            near.empty() ? "use one of the commands" : ("did you mean " + near + "?").c_str(),
+            all.c_str());
+      return exit_could_not_run;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -8,6 +8,8 @@
 #include "specbench/server.hpp"
 #include "specbench/server_metrics.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <chrono>
@@ -343,7 +345,7 @@ private:
           "output " + std::to_string(static_cast<int>(r.summary.output_tokens_per_s.mean)) +
           " tok/s" +
           (r.summary.acceptance_length
-               ? ", acceptance length " + std::to_string(*r.summary.acceptance_length).substr(0, 4)
+               ? ", acceptance length " + fmt::format("{:.2f}", *r.summary.acceptance_length)
                : std::string());
     emit(e);
   }

@@ -10,6 +10,9 @@
 #include "support/test_paths.hpp"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
 
 using namespace specbench;
 using namespace specbench::e2e;
@@ -97,4 +100,55 @@ TEST(E2E, RunExitsTwoWhenItCannotRun) {
   EXPECT_NE(read_file(dir / "only.err").find("matches no cell"), std::string::npos);
   auto no_results = spawn_cli({"report", (dir / "empty").string()}, dir / "report");
   EXPECT_EQ(wait_child(no_results, std::chrono::seconds(20)), 2);
+}
+
+// The command line says what is wrong in the words the user typed, and --json means JSON.
+TEST(E2E, CommandLineMistakesAreNamedAndJsonStaysJson) {
+  const auto dir = specbench::testing::make_temp_dir("e2e-cli");
+  auto typo = spawn_cli({"plna", "x.yaml"}, dir / "typo");
+  EXPECT_EQ(wait_child(typo, std::chrono::seconds(20)), 2);
+  EXPECT_NE(read_file(dir / "typo.err").find("unknown command 'plna'"), std::string::npos);
+  EXPECT_NE(read_file(dir / "typo.err").find("did you mean plan?"), std::string::npos);
+
+  // An invalid sweep under --json: the findings as JSON on stdout, not silence.
+  std::ofstream(dir / "bad.yaml") << "gpus: 8\nphases: [{tp: 16}]\n";
+  auto plan = spawn_cli({"plan", (dir / "bad.yaml").string(), "--json"}, dir / "plan");
+  EXPECT_EQ(wait_child(plan, std::chrono::seconds(20)), 2);
+  const auto j = nlohmann::json::parse(read_file(dir / "plan.out"), nullptr, false);
+  ASSERT_TRUE(j.is_object()) << read_file(dir / "plan.out");
+  EXPECT_EQ(j.value("schema_version", 0), 1);
+  EXPECT_EQ(j.value("ok", true), false);
+  EXPECT_GE(j.value("errors", 0), 2);
+
+  // Bad preflight arguments under --json: a could-not-run report.
+  auto pf = spawn_cli({"preflight", "--tp", "0", "--json"}, dir / "pf");
+  EXPECT_EQ(wait_child(pf, std::chrono::seconds(20)), 2);
+  const auto p = nlohmann::json::parse(read_file(dir / "pf.out"), nullptr, false);
+  ASSERT_TRUE(p.is_object()) << read_file(dir / "pf.out");
+  EXPECT_EQ(p.value("verdict", ""), "could-not-run");
+
+  // `--only` takes every word after it; the sweep file given last is still the sweep.
+  SweepSpec s;
+  s.name = "only-last";
+  s.marker = unique_marker("e2e-only-last");
+  s.budgets = {4};
+  s.linear = false;
+  s.runs = 1;
+  const auto file = write_sweep(dir, s);
+  auto only = spawn_cli({"run", "--results", (dir / "r").string(), "--no-report", "--only",
+                         "tp1-autoregressive", file.string()},
+                        dir / "only");
+  EXPECT_EQ(wait_child(only, std::chrono::seconds(60)), 0) << read_file(dir / "only.err");
+  EXPECT_TRUE(std::filesystem::exists(dir / "r" / "cells" / "tp1-autoregressive.json"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "r" / "cells" / "tp1-ddtree-b4.json"));
+  // --no-report prints no report, but DIR/report/ is up to date.
+  EXPECT_EQ(read_file(dir / "only.out").find("# specbench report"), std::string::npos);
+  EXPECT_NE(read_file(dir / "r" / "report" / "report.md").find("tp1-autoregressive"),
+            std::string::npos);
+
+  // A report of a directory that is not one creates nothing there.
+  std::filesystem::create_directories(dir / "plain");
+  auto rep = spawn_cli({"report", (dir / "plain").string(), "--no-write"}, dir / "rep");
+  EXPECT_EQ(wait_child(rep, std::chrono::seconds(20)), 2);
+  EXPECT_TRUE(std::filesystem::is_empty(dir / "plain"));
 }
