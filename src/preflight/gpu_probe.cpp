@@ -197,6 +197,12 @@ bool Probe::init_driver() {
       return false;
     }
     s.fact("count", std::to_string(count_));
+    if (count_ <= 0) { // cuInit normally says so itself (100); a count of 0 after it is no pass
+      s.cuda("cuDeviceGetCount", 100, ""); // diagnosed as CUDA_ERROR_NO_DEVICE
+      s.set("fail", "cuInit succeeded but cuDeviceGetCount reports 0 devices");
+      s.finish();
+      return false;
+    }
     s.set("pass", std::to_string(count_) + " CUDA device(s) visible");
     s.finish();
   }

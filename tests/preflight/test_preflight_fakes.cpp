@@ -497,6 +497,18 @@ TEST(PreflightFakes, AProbeThatCannotStartCouldNotRun) {
   EXPECT_EQ(r.find("cuda.load"), nullptr);
 }
 
+TEST(PreflightFakes, NoDeviceAfterCuInitFailsTheCount) {
+  FakeMachine m("count-zero");
+  m.healthy(1);
+  m.set("FAKE_CUDA_DEVICE_COUNT", "0");
+  const PreflightReport r = run_preflight(m.plan(1));
+  EXPECT_EQ(check(r, "cuda.count").status, CheckStatus::fail) << r.to_table();
+  EXPECT_EQ(check(r, "cuda.count").cuda_error, 100);
+  EXPECT_THAT(check(r, "cuda.count").summary, HasSubstr("reports 0 devices"));
+  EXPECT_FALSE(check(r, "cuda.count").remedy.empty());
+  EXPECT_EQ(r.layers[static_cast<size_t>(PreflightLayer::compute)].blocked_by, "cuda-driver");
+}
+
 TEST(PreflightFakes, ForkFallbackWithoutProbeExecutable) {
   FakeMachine m("fork");
   m.healthy(1);
