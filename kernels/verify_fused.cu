@@ -494,6 +494,8 @@ Status verify_greedy_fused(const void* logits, LogitsDtype dtype, const int32_t*
                            int32_t* bonus, void* workspace, std::size_t workspace_bytes,
                            Stream stream, LaunchOptions launch) {
   const char* where = "kernels::verify_greedy_fused";
+  if (Status s = detail::check_dtype(dtype, where); !s)
+    return s;
   if (Status s = detail::check_fused(
           logits, tokens, batch, nodes, vocab, accept_path, accepted, bonus, workspace,
           workspace_bytes, verify_greedy_fused_workspace_bytes(batch, nodes, vocab), where);

@@ -4,7 +4,6 @@
 #include "common.cuh"
 #include "programmatic_launch.cuh"
 
-#include <mutex>
 
 namespace specbench::kernels {
 namespace detail {
@@ -133,7 +132,8 @@ __global__ void sglang_greedy_kernel(int32_t* __restrict__ predicts,         // 
         }
       if (next < 0)
         break;
-      predicts[gid[cur]] = static_cast<int32_t>(want);
+      if (gid[cur] >= 0 && gid[cur] < total) // a malformed retrive_index must not write outside
+        predicts[gid[cur]] = static_cast<int32_t>(want);
       idx_row[j] = static_cast<int32_t>(gid[next]);
       ++len;
       cur = next;
@@ -207,11 +207,17 @@ Status verify_tree_greedy_sglang(int32_t* predicts, int32_t* accept_index,
   if (batch == 0)
     return {};
   const std::size_t smem = static_cast<std::size_t>(nodes) * (3 * sizeof(int64_t) + 4);
-  static std::once_flag once;
-  std::call_once(once, [] {
-    cudaFuncSetAttribute(detail::sglang_greedy_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                         64 * 1024);
-  });
+  // Above the default 48 KiB (1,756 nodes or more) the kernel must be allowed more on the GPU it
+  // runs on: the limit is a per-device setting, so it is set at each such call (once per process
+  // left every other GPU at 48 KiB, and the launch failed there).
+  if (smem > 48 * 1024)
+    if (cudaError_t e = cudaFuncSetAttribute(detail::sglang_greedy_kernel,
+                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             static_cast<int>(smem));
+        e != cudaSuccess) {
+      (void)cudaGetLastError();
+      return detail::cuda_status(e, "kernels::verify_tree_greedy_sglang", "cudaFuncSetAttribute");
+    }
   const int threads = nodes <= 64 ? 64 : 128;
   const detail::LaunchConfig l(batch, threads, smem, stream, launch);
   return detail::launch_kernel(l, "kernels::verify_tree_greedy_sglang",
@@ -221,11 +227,10 @@ Status verify_tree_greedy_sglang(int32_t* predicts, int32_t* accept_index,
 }
 
 Status clear_workspace(void* workspace, std::size_t bytes, Stream stream) {
+  if (Status s = detail::check_clear_workspace(workspace, bytes); !s)
+    return s;
   if (bytes == 0)
     return {};
-  if (workspace == nullptr)
-    return Status(StatusCode::invalid_argument, "workspace is null", "pass a device buffer",
-                  "kernels::clear_workspace");
   // A kernel rather than cudaMemsetAsync keeps this a plain kernel node inside CUDA graphs.
   const std::size_t n16 = bytes / 16, ntail = bytes % 16;
   const std::size_t work = n16 > ntail ? n16 : ntail;

@@ -1102,6 +1102,8 @@ Status verify_tree_sampling(const float* target_probs, const int32_t* parents,
                             std::size_t workspace_bytes, Stream stream,
                             LaunchOptions launch) {
   const char* where = "kernels::verify_tree_sampling";
+  if (Status s = detail::check_rng(rng, where); !s)
+    return s;
   if (Status s = detail::check_fused(target_probs, tokens, batch, nodes, vocab, accept_path,
                                      accepted, bonus, workspace, workspace_bytes, 0, where);
       !s)
@@ -1163,6 +1165,8 @@ Status verify_chain_sampling(const float* draft_probs, const int32_t* draft_toke
                              void* workspace, std::size_t workspace_bytes, Stream stream,
                              LaunchOptions launch) {
   const char* where = "kernels::verify_chain_sampling";
+  if (Status s = detail::check_rng(rng, where); !s)
+    return s;
   if (Status s =
           detail::check_chain_sampling(draft_probs, draft_tokens, target_probs, batch, k, vocab,
                                        output_tokens, accepted, workspace, workspace_bytes);

@@ -30,7 +30,11 @@ struct DraftTree {
 ///
 /// `top_logp` [depth, k] float and `top_ids` [depth, k] int32 are the drafter's top-k
 /// log-probabilities and tokens per position, each row sorted by descending log-probability.
-/// A node is a path of ranks (r1..rd); its score is the sum of top_logp[j][r_j]. The tree holds
+/// A node is a path of ranks (r1..rd); its score is the sum of top_logp[j][r_j], computed in
+/// float as DDTree's own build_ddtree_tree does it: a first child adds top_logp[d][0] to its
+/// parent's score, a next sibling swaps the last term, (score - top_logp[d][r]) + top_logp[d][r+1].
+/// The swap can round differently from the plain sum, and the order below compares these
+/// computed scores, so exact ties follow DDTree's arithmetic, not exact sums. The tree holds
 /// the `budget` best paths under the total order (score descending, then depth ascending, then
 /// rank path lexicographically ascending); because a child never beats its parent and a sibling
 /// never beats its left neighbour under this order, the set is prefix-closed and equals what a

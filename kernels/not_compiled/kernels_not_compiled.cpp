@@ -40,10 +40,12 @@ Status verify_tree_greedy_sglang(int32_t* predicts, int32_t* accept_index,
   return not_compiled("kernels::verify_tree_greedy_sglang");
 }
 
-Status verify_greedy_fused(const void* logits, LogitsDtype, const int32_t*, const int32_t* tokens,
-                           int batch, int nodes, int64_t vocab, int32_t*, int32_t* accept_path,
-                           int32_t* accepted, int32_t* bonus, void* workspace,
+Status verify_greedy_fused(const void* logits, LogitsDtype dtype, const int32_t*,
+                           const int32_t* tokens, int batch, int nodes, int64_t vocab, int32_t*,
+                           int32_t* accept_path, int32_t* accepted, int32_t* bonus, void* workspace,
                            std::size_t workspace_bytes, Stream, LaunchOptions) {
+  if (Status s = detail::check_dtype(dtype, "kernels::verify_greedy_fused"); !s)
+    return s;
   if (Status s = detail::check_fused(logits, tokens, batch, nodes, vocab, accept_path, accepted,
                                      bonus, workspace, workspace_bytes,
                                      verify_greedy_fused_workspace_bytes(batch, nodes, vocab),
@@ -53,14 +55,18 @@ Status verify_greedy_fused(const void* logits, LogitsDtype, const int32_t*, cons
   return not_compiled("kernels::verify_greedy_fused");
 }
 
-Status clear_workspace(void*, std::size_t, Stream) {
+Status clear_workspace(void* workspace, std::size_t bytes, Stream) {
+  if (Status s = detail::check_clear_workspace(workspace, bytes); !s)
+    return s;
   return not_compiled("kernels::clear_workspace");
 }
 
 Status verify_tree_sampling(const float* target_probs, const int32_t*, const int32_t* tokens,
-                            int batch, int nodes, int64_t vocab, PhiloxArgs, int32_t*,
+                            int batch, int nodes, int64_t vocab, PhiloxArgs rng, int32_t*,
                             int32_t* accept_path, int32_t* accepted, int32_t* bonus,
                             void* workspace, std::size_t workspace_bytes, Stream, LaunchOptions) {
+  if (Status s = detail::check_rng(rng, "kernels::verify_tree_sampling"); !s)
+    return s;
   if (Status s = detail::check_fused(target_probs, tokens, batch, nodes, vocab, accept_path,
                                      accepted, bonus, workspace, workspace_bytes, 0,
                                      "kernels::verify_tree_sampling");
@@ -82,9 +88,11 @@ std::string verify_tree_sampling_launch(int, int, int64_t) {
 }
 
 Status verify_chain_sampling(const float* draft_probs, const int32_t* draft_tokens,
-                             const float* target_probs, int batch, int k, int64_t vocab, PhiloxArgs,
-                             int32_t* output_tokens, int32_t* accepted, void* workspace,
-                             std::size_t workspace_bytes, Stream, LaunchOptions) {
+                             const float* target_probs, int batch, int k, int64_t vocab,
+                             PhiloxArgs rng, int32_t* output_tokens, int32_t* accepted,
+                             void* workspace, std::size_t workspace_bytes, Stream, LaunchOptions) {
+  if (Status s = detail::check_rng(rng, "kernels::verify_chain_sampling"); !s)
+    return s;
   if (Status s =
           detail::check_chain_sampling(draft_probs, draft_tokens, target_probs, batch, k, vocab,
                                        output_tokens, accepted, workspace, workspace_bytes);

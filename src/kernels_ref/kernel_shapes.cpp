@@ -33,12 +33,45 @@ int64_t sampling_segments(int64_t vocab) noexcept {
   return (vocab + kSamplingSegment - 1) / kSamplingSegment;
 }
 
+Status check_workspace_alignment(const void* workspace, const char* where) {
+  if (const auto rem = reinterpret_cast<std::uintptr_t>(workspace) % 16; rem != 0)
+    return bad(where,
+               "workspace is not 16-byte aligned (address % 16 = " + std::to_string(rem) + ")",
+               "pass the start of a device allocation (cudaMalloc aligns to 256 bytes) or an "
+               "offset into one that is a multiple of 16");
+  return {};
+}
+
+Status check_clear_workspace(const void* workspace, std::size_t bytes) {
+  const char* w = "kernels::clear_workspace";
+  if (bytes == 0)
+    return {};
+  if (Status s = need(workspace, "workspace", w); !s)
+    return s;
+  return check_workspace_alignment(workspace, w);
+}
+
+Status check_dtype(LogitsDtype dtype, const char* where) {
+  if (dtype != LogitsDtype::bf16 && dtype != LogitsDtype::fp32)
+    return bad(where, "dtype " + std::to_string(static_cast<int>(dtype)) + " is not a LogitsDtype",
+               "pass LogitsDtype::bf16 or LogitsDtype::fp32");
+  return {};
+}
+
+Status check_rng(const PhiloxArgs& rng, const char* where) {
+  if (reinterpret_cast<std::uintptr_t>(rng.device_seed_offset) % 8 != 0)
+    return bad(where, "rng.device_seed_offset is not 8-byte aligned",
+               "point it at two uint64 values in device memory (or pass nullptr)");
+  return {};
+}
+
 Status check_chain_greedy(const void* drafts, const void* target, int batch, int k,
                           const void* accepted, const void* bonus) {
   const char* w = "kernels::verify_chain_greedy";
-  if (batch < 0 || k < 0 || k > 1 << 20)
+  // Four requests per block, counted in int: 2^26 requests keep that far from overflow.
+  if (batch < 0 || batch > 1 << 26 || k < 0 || k > 1 << 20)
     return bad(w, "batch " + std::to_string(batch) + ", k " + std::to_string(k) + " out of range",
-               "pass batch >= 0 and 0 <= k <= 2^20");
+               "pass 0 <= batch <= 2^26 and 0 <= k <= 2^20");
   if (batch == 0)
     return {};
   for (auto [p, n] : {std::pair{target, "target_tokens"}, {accepted, "accepted"}, {bonus, "bonus"}})
@@ -121,6 +154,8 @@ Status check_fused(const void* logits, const void* tokens, int batch, int nodes,
                "workspace of " + std::to_string(workspace_bytes) + " bytes, " +
                    std::to_string(needed) + " needed",
                "allocate the size the matching *_workspace_bytes() returns and zero it once");
+  if (needed > 0)
+    return check_workspace_alignment(workspace, w);
   return {};
 }
 
@@ -154,7 +189,7 @@ Status check_chain_sampling(const void* draft_probs, const void* draft_tokens,
                "workspace of " + std::to_string(workspace_bytes) + " bytes, " +
                    std::to_string(needed) + " needed",
                "allocate verify_sampling_workspace_bytes(batch, k + 1, vocab) and zero it once");
-  return {};
+  return check_workspace_alignment(workspace, w);
 }
 
 Status check_ddtree(const void* top_logp, const void* top_ids, const void* root_tokens, int batch,

@@ -45,6 +45,16 @@ Status check_chain_sampling(const void* draft_probs, const void* draft_tokens,
                             const void* target_probs, int batch, int k, int64_t vocab,
                             const void* output_tokens, const void* accepted, const void* workspace,
                             std::size_t workspace_bytes);
+/// The workspace is used with 16-byte stores and 64-bit atomics: a slice at an odd offset would
+/// fault on the GPU (a misaligned address poisons the CUDA context), so it is refused here.
+Status check_workspace_alignment(const void* workspace, const char* where);
+/// clear_workspace's arguments: a non-null, 16-byte aligned buffer when bytes > 0.
+Status check_clear_workspace(const void* workspace, std::size_t bytes);
+/// An element type the fused kernel knows (a bad enum value from a binding or a cast would read
+/// bf16 data as fp32: twice the bytes).
+Status check_dtype(LogitsDtype dtype, const char* where);
+/// A device {seed, offset} pair, when given, must be 8-byte aligned (64-bit loads).
+Status check_rng(const PhiloxArgs& rng, const char* where);
 Status check_ddtree(const void* top_logp, const void* top_ids, const void* root_tokens, int batch,
                     int depth, int k, int budget);
 

@@ -446,6 +446,31 @@ TEST(KernelLaunchers, RejectBadShapesBeforeTouchingTheGpu) {
                                   &dummy, &dummy, 1 << 20, nullptr)
                 .code(),
             StatusCode::invalid_argument);
+  // Buffers the GPU would fault on, or read wrongly, are refused first (a misaligned-address
+  // fault would poison the process's CUDA context), with or without CUDA compiled.
+  alignas(16) static unsigned char buf[8192];
+  const Status mis = verify_greedy_fused(&dummy, LogitsDtype::bf16, nullptr, &dummy, 1, 8, 151936,
+                                         nullptr, &dummy, &dummy, &dummy, buf + 4, 8000, nullptr);
+  EXPECT_EQ(mis.code(), StatusCode::invalid_argument) << mis.to_string();
+  EXPECT_NE(mis.message().find("not 16-byte aligned"), std::string::npos) << mis.to_string();
+  const float prob = 0;
+  const Status mis_chain = verify_chain_sampling(&prob, &dummy, &prob, 1, 3, 100, PhiloxArgs{},
+                                                 &dummy, &dummy, buf + 8, 8000, nullptr);
+  EXPECT_NE(mis_chain.message().find("not 16-byte aligned"), std::string::npos)
+      << mis_chain.to_string();
+  EXPECT_EQ(verify_greedy_fused(&dummy, static_cast<LogitsDtype>(7), nullptr, &dummy, 1, 8, 100,
+                                nullptr, &dummy, &dummy, &dummy, buf, sizeof buf, nullptr)
+                .code(),
+            StatusCode::invalid_argument);
+  const PhiloxArgs odd_seed{1, 2, reinterpret_cast<const uint64_t*>(buf + 4)};
+  EXPECT_EQ(verify_tree_sampling(&prob, nullptr, &dummy, 1, 8, 100, odd_seed, nullptr, &dummy,
+                                 &dummy, &dummy, nullptr, 0, nullptr)
+                .code(),
+            StatusCode::invalid_argument);
+  EXPECT_EQ(clear_workspace(buf + 4, 64, nullptr).code(), StatusCode::invalid_argument);
+  EXPECT_EQ(clear_workspace(nullptr, 64, nullptr).code(), StatusCode::invalid_argument);
+  EXPECT_EQ(verify_chain_greedy(&dummy, &dummy, 1 << 27, 4, &dummy, &dummy, nullptr).code(),
+            StatusCode::invalid_argument);
   // Batch 0 is a valid no-op with CUDA; without it every launcher says "not compiled".
   const Status empty = verify_chain_greedy(nullptr, nullptr, 0, 4, nullptr, nullptr, nullptr);
   if (compiled_with_cuda())
