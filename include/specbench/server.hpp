@@ -240,6 +240,10 @@ Expected<int> choose_free_port(const std::string& host = "127.0.0.1");
 /// True when a listening socket could be bound to host:port now (SO_REUSEADDR, as servers do).
 bool port_is_free(const std::string& host, int port);
 
+/// True while a process of process group `pgid` runs: a zombie does not count (an orphan's
+/// zombie waits for its new parent, which in a container may never reap it).
+bool process_group_runs(pid_t pgid);
+
 /// Installs SIGINT, SIGTERM and SIGHUP handlers (and an atexit hook) that stop every live
 /// ServerProcess of this process: SIGTERM to each group, up to `grace_s` for them to go, SIGKILL,
 /// then the signal's default action (so the exit status still says "killed by SIGINT"). The

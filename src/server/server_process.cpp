@@ -8,12 +8,16 @@
 #include "server/registry.hpp"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,6 +28,7 @@
 #include <cstring>
 #include <fstream>
 #include <mutex>
+#include <sstream>
 #include <thread>
 
 extern char** environ;
@@ -36,41 +41,86 @@ using Clock = std::chrono::steady_clock;
 // --- The guardian -----------------------------------------------------------------------------
 // PR_SET_PDEATHSIG reaches only the server's leader. When specbench is SIGKILLed, whatever the
 // leader started (a launcher's python, SGLang's scheduler and TP workers) would live on, holding
-// the port and the GPUs' memory. So each server gets a guardian: a child of specbench outside the
-// server's group that sleeps until specbench dies (its own PDEATHSIG, SIGUSR1) and then takes
-// the whole group down, or until stop() tells it the server is gone (SIGTERM). It runs between
-// fork and _exit only, so it may call async-signal-safe functions alone.
-volatile sig_atomic_t g_guardian_signal = 0;
-void on_guardian_signal(int sig) {
-  g_guardian_signal = sig;
+// the port and the GPUs' memory. So each server gets a guardian: a child of specbench in a
+// session of its own (a signal to specbench's process group, a group-wide SIGKILL included, does
+// not reach it) that waits on a socket pair. stop() writes one byte when the server is gone: the
+// guardian exits. When specbench dies instead, specbench's end closes with it (or the guardian sees
+// its parent change): the guardian takes the whole server group down. No signal carries the
+// message, so none can be lost or come from someone else. Between fork and _exit it may call
+// async-signal-safe functions only.
+// True while a process of group `pg` runs. kill(-pg, 0) alone also counts zombies: a launcher's
+// orphaned child that only its new parent may reap (PID 1 in a container where specbench is PID
+// 1 never does), and stop() then waited out its grace and a hard wait for a group already gone.
+bool group_runs_impl(pid_t pg) {
+  if (::kill(-pg, 0) != 0)
+    return false;
+  DIR* proc = ::opendir("/proc");
+  if (proc == nullptr)
+    return true;
+  bool live = false;
+  while (dirent* e = ::readdir(proc)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9')
+      continue;
+    std::ifstream in(std::string("/proc/") + e->d_name + "/stat");
+    std::string stat;
+    if (!std::getline(in, stat))
+      continue;
+    const size_t close = stat.rfind(')'); // the command name may hold spaces and parentheses
+    if (close == std::string::npos)
+      continue;
+    std::istringstream rest(stat.substr(close + 1));
+    char state = 0;
+    long ppid = 0, pgrp = 0;
+    if (rest >> state >> ppid >> pgrp && pgrp == pg && state != 'Z' && state != 'X') {
+      live = true;
+      break;
+    }
+  }
+  ::closedir(proc);
+  return live;
 }
 
-[[noreturn]] void run_guardian(pid_t parent, pid_t group, long grace_ms, int max_fd) {
-  struct sigaction sa {};
-  sa.sa_handler = on_guardian_signal;
-  sigemptyset(&sa.sa_mask);
-  ::sigaction(SIGUSR1, &sa, nullptr);
-  ::sigaction(SIGTERM, &sa, nullptr);
-  for (int sig : {SIGINT, SIGHUP, SIGPIPE, SIGQUIT})
-    ::signal(sig, SIG_IGN); // a Ctrl-C to specbench's group is specbench's to handle
-  sigset_t all;
-  sigfillset(&all);
-  ::sigprocmask(SIG_SETMASK, &all, nullptr);
-  // Hold none of specbench's files (the results directory's lock, a pipe a caller reads to EOF).
+// Closes every descriptor from `from` to `to` (inclusive): one call where the kernel has it.
+void close_from_to(int from, int to) {
+  if (from > to)
+    return;
+#ifdef SYS_close_range
+  if (::syscall(SYS_close_range, static_cast<unsigned>(from), static_cast<unsigned>(to), 0) == 0)
+    return;
+#endif
+  for (int fd = from; fd <= to; ++fd)
+    ::close(fd);
+}
+
+[[noreturn]] void run_guardian(pid_t parent, pid_t group, long grace_ms, int read_fd, int max_fd) {
+  // Signals are blocked since before the fork, so the handlers inherited from specbench never
+  // run here; reset them, then take only what we need.
+  for (int sig = 1; sig < NSIG; ++sig)
+    if (sig != SIGKILL && sig != SIGSTOP)
+      ::signal(sig, SIG_IGN);
+  ::setsid();
   const int devnull = ::open("/dev/null", O_RDWR);
   for (int fd = 0; fd < 3 && devnull >= 0; ++fd)
-    ::dup2(devnull, fd);
-  for (int fd = 3; fd < max_fd; ++fd)
-    ::close(fd);
-  ::prctl(PR_SET_PDEATHSIG, SIGUSR1);
-  if (::getppid() != parent)
-    g_guardian_signal = SIGUSR1; // specbench died before PDEATHSIG was armed
-  sigset_t wait_for = all;
-  sigdelset(&wait_for, SIGUSR1);
-  sigdelset(&wait_for, SIGTERM);
-  while (g_guardian_signal == 0)
-    ::sigsuspend(&wait_for);
-  if (g_guardian_signal == SIGUSR1 && ::kill(-group, 0) == 0) {
+    if (fd != read_fd)
+      ::dup2(devnull, fd);
+  // Hold none of specbench's files (the results directory's lock, a pipe a caller reads to EOF).
+  close_from_to(3, read_fd - 1);
+  close_from_to(read_fd + 1, max_fd);
+  bool stop_asked = false;
+  for (;;) {
+    if (::getppid() != parent)
+      break; // specbench is gone (reparented)
+    pollfd p{read_fd, POLLIN, 0};
+    const int r = ::poll(&p, 1, 500);
+    if (r > 0) {
+      char byte = 0;
+      const ssize_t n = ::read(read_fd, &byte, 1);
+      stop_asked = n == 1;
+      if (n == 1 || n == 0 || errno != EINTR)
+        break; // a byte: stop() says the server is gone; EOF: specbench is gone
+    }
+  }
+  if (!stop_asked && ::kill(-group, 0) == 0) {
     ::kill(-group, SIGTERM);
     for (long waited = 0; waited < grace_ms && ::kill(-group, 0) == 0; waited += 50) {
       timespec ts{0, 50'000'000L};
@@ -280,7 +330,10 @@ struct ServerProcess::Impl {
   bool started = false;
   bool registered = false;
   bool reaped = false;
-  pid_t guardian = 0; // see run_guardian; 0 when none
+  bool stopped = false; // stop() ran: a second call answers from last_stop
+  StopReport last_stop;
+  pid_t guardian = 0;   // see run_guardian; 0 when none
+  int guardian_fd = -1; // specbench's end of its socket pair
   std::optional<ExitInfo> exit;
   int port = 0;
   // Log scanning state.
@@ -454,14 +507,31 @@ Status ServerProcess::start(const LaunchSpec& spec) {
   s.pid = pid;
   s.started = true;
   s.registered = detail::register_server_group(pid);
-  if (got != static_cast<ssize_t>(sizeof child_err) && pdeath) {
+  int guard_socks[2];
+  // A socket pair rather than a pipe: stop()'s write to a guardian that is already gone must
+  // not raise SIGPIPE (send with MSG_NOSIGNAL).
+  if (got != static_cast<ssize_t>(sizeof child_err) && pdeath &&
+      ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, guard_socks) == 0) {
     const long grace_ms = static_cast<long>(std::max(0.0, spec.stop_grace_s) * 1000);
     const long open_max = ::sysconf(_SC_OPEN_MAX);
     const int max_fd = open_max > 0 && open_max < 65536 ? static_cast<int>(open_max) : 65536;
+    // Blocked across the fork, so that no handler of specbench's runs in the guardian.
+    sigset_t all, old;
+    sigfillset(&all);
+    ::pthread_sigmask(SIG_SETMASK, &all, &old);
     const pid_t guardian = ::fork();
-    if (guardian == 0)
-      run_guardian(parent, pid, grace_ms, max_fd);
-    s.guardian = guardian > 0 ? guardian : 0; // without one, PDEATHSIG still takes the leader
+    if (guardian == 0) {
+      ::close(guard_socks[1]);
+      run_guardian(parent, pid, grace_ms, guard_socks[0], max_fd);
+    }
+    ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    ::close(guard_socks[0]);
+    if (guardian > 0) {
+      s.guardian = guardian;
+      s.guardian_fd = guard_socks[1];
+    } else {
+      ::close(guard_socks[1]); // without one, PDEATHSIG still takes the leader
+    }
   }
   if (got == static_cast<ssize_t>(sizeof child_err)) {
     s.poll_locked();
@@ -646,12 +716,14 @@ StopReport ServerProcess::stop() {
   std::unique_lock lk(s.mu);
   if (!s.started)
     return rep;
+  if (s.stopped) // the destructor after an explicit stop(), say
+    return s.last_stop;
   const auto t0 = Clock::now();
   rep.was_running = s.poll_locked();
   const pid_t pg = s.pid;
   const auto group_alive = [&] {
     s.poll_locked();
-    return ::kill(-pg, 0) == 0;
+    return process_group_runs(pg);
   };
   if (group_alive()) {
     ::kill(-pg, SIGTERM);
@@ -677,9 +749,20 @@ StopReport ServerProcess::stop() {
     s.registered = false;
   }
   if (s.guardian > 0) { // the group is gone: its guardian has nothing left to do
-    ::kill(s.guardian, SIGTERM);
+    const char bye = 1;
+    [[maybe_unused]] ssize_t w = ::send(s.guardian_fd, &bye, 1, MSG_NOSIGNAL);
+    ::close(s.guardian_fd);
+    s.guardian_fd = -1;
+    // It answers within a poll; never wait on it for long.
+    const auto deadline = Clock::now() + std::chrono::seconds(2);
     int st = 0;
-    while (::waitpid(s.guardian, &st, 0) < 0 && errno == EINTR) {
+    while (::waitpid(s.guardian, &st, WNOHANG) == 0) {
+      if (Clock::now() >= deadline) {
+        ::kill(s.guardian, SIGKILL);
+        ::waitpid(s.guardian, &st, 0);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
     s.guardian = 0;
   }
@@ -693,6 +776,8 @@ StopReport ServerProcess::stop() {
     rep.port_free = port_is_free(s.spec.host, s.port);
   }
   rep.took_s = secs_since(t0);
+  s.stopped = true;
+  s.last_stop = rep;
   return rep;
 }
 
@@ -784,6 +869,10 @@ Expected<int> choose_free_port(const std::string& host) {
                   "cannot find a free port on " + host + ": " + std::strerror(err),
                   "check the host address", "choose_free_port");
   return port;
+}
+
+bool process_group_runs(pid_t pgid) {
+  return group_runs_impl(pgid);
 }
 
 bool port_is_free(const std::string& host, int port) {

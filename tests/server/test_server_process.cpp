@@ -10,6 +10,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -42,8 +43,9 @@ ReadinessOptions quick_ready(double timeout_s = 10) {
   return r;
 }
 
+// A zombie left for init to reap is not a running server.
 bool group_exists(pid_t pg) {
-  return ::kill(-pg, 0) == 0;
+  return process_group_runs(pg);
 }
 
 bool wait_gone(pid_t pg, double seconds) {
@@ -61,7 +63,8 @@ bool wait_gone(pid_t pg, double seconds) {
 struct Driver {
   pid_t pid = 0, group = 0;
 };
-Driver start_driver(std::vector<std::string> argv, const std::string& name, bool handlers) {
+Driver start_driver(std::vector<std::string> argv, const std::string& name, bool handlers,
+                    bool own_group = false) {
   int fds[2];
   if (::pipe(fds) != 0)
     return {};
@@ -71,6 +74,8 @@ Driver start_driver(std::vector<std::string> argv, const std::string& name, bool
     return {};
   if (child == 0) {
     ::close(fds[0]);
+    if (own_group)
+      ::setpgid(0, 0);
     if (handlers)
       install_server_cleanup_handlers(1.0);
     ServerProcess p;
@@ -360,6 +365,73 @@ TEST(ServerProcessStop, SigkillOfTheDriverTakesTheServersChildrenAlong) {
   ASSERT_EQ(::waitpid(d.pid, &st, 0), d.pid);
   EXPECT_TRUE(wait_gone(d.group, 5))
       << "the children of server " << d.group << " outlived a SIGKILLed driver";
+}
+
+// A server that is gone before stop() (it exited at once) while the driver has a SIGTERM
+// handler of its own, as `specbench run` does: the guardian must still be told to go, and stop()
+// must not wait on it (a signal to it once met the driver's inherited handler and was lost).
+TEST(ServerProcessStop, StopNeverHangsOnAServerThatExitedAtOnce) {
+  struct sigaction sa {
+  }, old{};
+  sa.sa_handler = [](int) {};
+  sigemptyset(&sa.sa_mask);
+  ASSERT_EQ(::sigaction(SIGTERM, &sa, &old), 0);
+  for (int i = 0; i < 20; ++i) {
+    ServerProcess p;
+    LaunchSpec s;
+    s.argv = {"/bin/true"};
+    s.log_file = sbt::make_temp_dir("server") / "true.log";
+    s.port_free_timeout_s = 0;
+    ASSERT_TRUE(p.start(s).is_ok());
+    while (p.alive())
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const auto t0 = std::chrono::steady_clock::now();
+    p.stop();
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 2.5)
+        << "iteration " << i;
+  }
+  ::sigaction(SIGTERM, &old, nullptr);
+}
+
+// `timeout -s KILL`, or a kill of the whole process group: the guardian lives in a session of its
+// own, so it survives and takes the server's children down.
+TEST(ServerProcessStop, AGroupWideSigkillOfTheDriverLeavesNoServer) {
+  const Driver d = start_driver({"/bin/sh", "-c", "sleep 30 & sleep 30 & wait"}, "group-kill",
+                                false, /*own_group=*/true);
+  ASSERT_GT(d.group, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_TRUE(group_exists(d.group));
+  ::kill(-d.pid, SIGKILL); // the driver's whole process group
+  int st = 0;
+  ASSERT_EQ(::waitpid(d.pid, &st, 0), d.pid);
+  EXPECT_TRUE(wait_gone(d.group, 5)) << "server " << d.group << " outlived a group-wide SIGKILL";
+}
+
+// Where nobody reaps orphans (specbench as PID 1 in a container; here a subreaper that never
+// waits), a server's child ends as a zombie in the group. stop() must see the group gone instead
+// of waiting out the grace, a hard wait, and all of it again in the destructor.
+TEST(ServerProcessStop, ZombiesLeftForOthersToReapDoNotHoldStop) {
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+    ServerProcess p;
+    LaunchSpec s;
+    s.argv = {"/bin/sh", "-c", "sleep 30 & exec sleep 31"};
+    s.log_file = sbt::make_temp_dir("server") / "zombie.log";
+    s.stop_grace_s = 5;
+    s.port_free_timeout_s = 0;
+    if (!p.start(s))
+      ::_exit(10);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    const StopReport r = p.stop();
+    const StopReport again = p.stop(); // answered from the first
+    ::_exit(r.took_s < 2.0 && !r.sigkilled && again.took_s == r.took_s ? 0 : 1);
+  }
+  int st = 0;
+  ASSERT_EQ(::waitpid(child, &st, 0), child);
+  ASSERT_TRUE(WIFEXITED(st));
+  EXPECT_EQ(WEXITSTATUS(st), 0) << "stop() waited on a zombie (or sent SIGKILL for it)";
 }
 
 TEST(Readiness, CancelEndsASlowGenerationProbe) {
