@@ -38,16 +38,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// --- The guardian -----------------------------------------------------------------------------
-// PR_SET_PDEATHSIG reaches only the server's leader. When specbench is SIGKILLed, whatever the
-// leader started (a launcher's python, SGLang's scheduler and TP workers) would live on, holding
-// the port and the GPUs' memory. So each server gets a guardian: a child of specbench in a
-// session of its own (a signal to specbench's process group, a group-wide SIGKILL included, does
-// not reach it) that waits on a socket pair. stop() writes one byte when the server is gone: the
-// guardian exits. When specbench dies instead, specbench's end closes with it (or the guardian sees
-// its parent change): the guardian takes the whole server group down. No signal carries the
-// message, so none can be lost or come from someone else. Between fork and _exit it may call
-// async-signal-safe functions only.
 // True while a process of group `pg` runs. kill(-pg, 0) alone also counts zombies: a launcher's
 // orphaned child that only its new parent may reap (PID 1 in a container where specbench is PID
 // 1 never does), and stop() then waited out its grace and a hard wait for a group already gone.
@@ -80,6 +70,16 @@ bool group_runs_impl(pid_t pg) {
   return live;
 }
 
+// --- The guardian -----------------------------------------------------------------------------
+// PR_SET_PDEATHSIG reaches only the server's leader. When specbench is SIGKILLed, whatever the
+// leader started (a launcher's python, SGLang's scheduler and TP workers) would live on, holding
+// the port and the GPUs' memory. So each server gets a guardian: a child of specbench in a
+// session of its own (a signal to specbench's process group, a group-wide SIGKILL included, does
+// not reach it) that waits on a socket pair. stop() writes one byte when the server is gone: the
+// guardian exits. When specbench dies instead, specbench's end closes with it (or the guardian sees
+// its parent change): the guardian takes the whole server group down. No signal carries the
+// message, so none can be lost or come from someone else. Between fork and _exit it may call
+// async-signal-safe functions only.
 // Closes every descriptor from `from` to `to` (inclusive): one call where the kernel has it.
 void close_from_to(int from, int to) {
   if (from > to)
