@@ -219,12 +219,17 @@ TEST(PreflightModel, UnreadableFilesAreAPermissionProblem) {
   FakeMachine m("model-perm");
   m.healthy(1);
   PreflightPlan plan = m.plan(1);
-  const fs::path dir = make_model(m.root / "models/private", 2, 100);
+  // Under /tmp, which everyone may traverse (a build tree may sit under a 0700 directory, and
+  // then nobody could not reach the model at all).
+  const fs::path base = "/tmp/specbench-perm-" + std::to_string(::getpid());
+  fs::remove_all(base);
+  const fs::path dir = make_model(base / "private", 2, 100);
+  fs::permissions(base, fs::perms::all);
+  fs::permissions(dir, fs::perms::all);
+  for (const auto& f : fs::directory_iterator(dir))
+    fs::permissions(f.path(), fs::perms::all);
   fs::permissions(dir / "model-00001-of-00002.safetensors",
                   fs::perms::owner_read | fs::perms::owner_write);
-  fs::permissions(m.root, fs::perms::all); // nobody must reach the model through the fake root
-  for (fs::path p = dir; p != m.root; p = p.parent_path())
-    fs::permissions(p, fs::perms::all);
   plan.model_path = dir.string();
   int fds[2];
   ASSERT_EQ(::pipe(fds), 0);
@@ -248,6 +253,7 @@ TEST(PreflightModel, UnreadableFilesAreAPermissionProblem) {
   ::close(fds[0]);
   int st = 0;
   ASSERT_EQ(::waitpid(child, &st, 0), child);
+  fs::remove_all(base);
   ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "the child could not drop to nobody";
   EXPECT_THAT(text, HasSubstr("model-00001-of-00002.safetensors: cannot be read"));
   EXPECT_THAT(text, HasSubstr("may not read the model's files"));
