@@ -66,10 +66,11 @@ struct ClientOptions {
   size_t max_body_bytes = 64u << 20; ///< larger responses are cut off and recorded as errors
   size_t body_excerpt_bytes = 512;   ///< how much of an error body is kept
   std::string api_key;               ///< sent as "Authorization: Bearer ..." when not empty
-  /// The most output tokens one verify step can commit (Method::max_tokens_per_step: 1, the
-  /// block, or the deepest tree path plus the bonus); 0 = unknown. A request whose server reports
-  /// more tokens per verify step than this (one extra for the prefill's token) is `malformed`:
-  /// an acceptance length no decoder can reach, or an "autoregressive" server that speculates.
+  /// The most output tokens one verify step can commit (the runner passes the method's verify
+  /// width: 1, the block, or budget + 1); 0 = unknown. A request whose server reports more
+  /// tokens per verify step than this is `malformed`: an acceptance length no decoder can reach,
+  /// or an "autoregressive" server that speculates. The prefill's token, and one per re-prefill
+  /// after a retraction (SGLang keeps the count), are allowed for (see spec_contradiction).
   int max_tokens_per_step = 0;
 };
 

@@ -36,9 +36,6 @@ struct Method {
 
   /// Tokens the target verifies per step: 1, block, or budget + 1.
   int verify_width() const noexcept;
-  /// The most output tokens one verify step can commit: 1; the block (block - 1 drafts and the
-  /// bonus); or the deepest tree path, min(budget, block - 1) drafts, and the bonus.
-  int max_tokens_per_step() const noexcept;
   /// Short stable name used in cell ids: "autoregressive", "linear-k16", "ddtree-b15".
   std::string id() const;
   /// "autoregressive", "linear" or "tree".

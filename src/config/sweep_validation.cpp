@@ -34,18 +34,6 @@ int Method::verify_width() const noexcept {
   return 1;
 }
 
-int Method::max_tokens_per_step() const noexcept {
-  switch (kind) {
-  case MethodKind::autoregressive:
-    return 1;
-  case MethodKind::linear:
-    return block;
-  case MethodKind::tree:
-    return std::min(budget, block - 1) + 1;
-  }
-  return 1;
-}
-
 const char* Method::kind_name() const noexcept {
   switch (kind) {
   case MethodKind::autoregressive: return "autoregressive";

@@ -664,7 +664,10 @@ CellResult SweepRun::run_cell(const Cell& c, const Phase& phase) {
     const double hang =
         std::max(0.5, std::min(opt_.hang_timeout_s, sweep_.server.request_timeout_s));
     co.idle_timeout_s = hang;
-    co.max_tokens_per_step = c.method.max_tokens_per_step();
+    // A step commits at most what it verifies: its drafts (all but the current token) and the
+    // bonus. Not min(budget, block - 1) + 1 for trees: a DDTree server given
+    // --speculative-num-draft-tokens B+1 may also run a drafter block of B+1 (sglang-ddtree-dev).
+    co.max_tokens_per_step = c.method.verify_width();
     Client client(co);
 
     const int count = std::max(c.workload.requests, c.workload.warmup);

@@ -166,7 +166,10 @@ TEST(ClientFaults, QuietLiesFailTheRequest) {
         EXPECT_NE(r[0].error_message.find("simulated scheduler abort"), std::string::npos)
             << r[0].error_message;
 
-      EXPECT_EQ(r[1].error, ErrorKind::malformed) << r[1].error_message;
+      // No token with finish_reason "length": what SGLang answers when the prompt leaves no
+      // room in its context, so it is reported as the context's problem.
+      EXPECT_EQ(r[1].error, ErrorKind::context_overflow) << r[1].error_message;
+      EXPECT_TRUE(r[1].context_overflow);
       EXPECT_NE(r[1].error_message.find("no output token"), std::string::npos)
           << r[1].error_message;
 
