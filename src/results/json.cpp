@@ -79,12 +79,17 @@ std::optional<CellStage> cell_stage_from_string(const std::string& s) noexcept {
 namespace detail {
 
 json distribution_to_json(const Distribution& d) {
+  if (d.count == 0) // no value at all: null, not a 0 tok/s or 0 ms that a reader would take
+    return {{"count", 0},     {"mean", nullptr}, {"stddev", nullptr}, {"min", nullptr},
+            {"max", nullptr}, {"p50", nullptr},  {"p90", nullptr},    {"p99", nullptr}};
   return {{"count", d.count}, {"mean", d.mean}, {"stddev", d.stddev}, {"min", d.min},
           {"max", d.max},     {"p50", d.p50},   {"p90", d.p90},       {"p99", d.p99}};
 }
 Distribution distribution_from_json(const json& j) {
   Distribution d;
   d.count = j.at("count").get<int>();
+  if (d.count == 0)
+    return d; // the zeros in memory that every reader checks `count` against
   d.mean = real(j, "mean");
   d.stddev = real(j, "stddev");
   d.min = real(j, "min");

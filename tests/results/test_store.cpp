@@ -3,6 +3,7 @@
 #include "support/test_paths.hpp"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <csignal>
@@ -90,6 +91,21 @@ TEST(CellResultJson, RoundTripKeepsEverything) {
   EXPECT_NE(text.find("\"preflight\": {"), std::string::npos);
   // Serializing again gives the same text: nothing lost or reordered.
   EXPECT_EQ(to_json(*back), text);
+}
+
+TEST(CellResultJson, AnEmptyDistributionIsNullNotZero) {
+  auto r = sample_result("tp1-ddtree-b12");
+  r.summary.acceptance_length_runs = Distribution{}; // nothing measured
+  const auto j = nlohmann::json::parse(to_json(r));
+  const auto& d = j.at("summary").at("acceptance_length_runs");
+  EXPECT_EQ(d.at("count"), 0);
+  EXPECT_TRUE(d.at("mean").is_null());
+  EXPECT_TRUE(d.at("p99").is_null());
+  auto back = cell_result_from_json(to_json(r));
+  ASSERT_TRUE(back) << back.status().to_string();
+  EXPECT_EQ(back->summary.acceptance_length_runs.count, 0);
+  EXPECT_EQ(back->summary.acceptance_length_runs.mean, 0.0); // in memory, count says "none"
+  EXPECT_EQ(to_json(*back), to_json(r));
 }
 
 TEST(CellResultJson, ANonFiniteFigureKeepsTheFileReadable) {
