@@ -270,7 +270,9 @@ std::string utc_now_iso8601();
 class ResultStore {
 public:
   /// Opens (creating it if needed) a results directory and removes temp files left by a
-  /// killed writer (one whose process is gone: a live writer's are its own).
+  /// killed writer. Call it holding the run's lock on the directory (as the runner does): temp
+  /// files of the top folder and cells/ are then never a live writer's; in report/, which
+  /// `specbench report` writes without the lock, those of a writer that still runs are kept.
   static Expected<ResultStore> open(const std::filesystem::path& dir);
   /// Opens an existing results directory to read it: creates nothing and removes nothing, so
   /// that a report taken while a run writes there never disturbs the run.

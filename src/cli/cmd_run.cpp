@@ -276,6 +276,12 @@ const Registrar reg{
            if (yaml && std::filesystem::is_regular_file(last, ec)) {
              a->file = last;
              a->only.pop_back();
+             if (a->only.empty()) { // `--only $EMPTY sweep.yaml` must not mean "everything"
+               std::fprintf(stderr, "specbench run: --only names no cell or phase id\n    fix: "
+                                    "give the ids after --only, or leave --only out to run every "
+                                    "cell\n");
+               return exit_could_not_run;
+             }
            }
          }
          if (a->file.empty()) {

@@ -5,9 +5,12 @@
 
 #include "specbench/build_info.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <string_view>
 #include <unistd.h>
 
 namespace specbench::cli {
@@ -62,6 +65,16 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    // With --json the caller reads stdout as JSON: a bad argument is a JSON answer there too.
+    const bool json = std::any_of(argv + 1, argv + argc,
+                                  [](const char* a) { return std::string_view(a) == "--json"; });
+    if (json && e.get_exit_code() != 0)
+      std::printf("%s\n", nlohmann::json({{"schema_version", 1},
+                                          {"kind", "specbench.error"},
+                                          {"verdict", "could-not-run"},
+                                          {"error", {{"message", e.what()}}}})
+                              .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+                              .c_str());
     const int rc = app.exit(e);
     // --help and --version are successes; any other parse error means "could not run".
     return rc == 0 ? exit_ok : exit_could_not_run;

@@ -393,6 +393,10 @@ LoadResult load_sweep_text(std::string_view yaml, const std::string& file_name,
   try {
     // YAML::Load would read the first document and silently drop any after a `---`.
     std::vector<YAML::Node> docs = YAML::LoadAll(std::string(yaml));
+    // A closing `---` opens an empty document: only documents with content count.
+    docs.erase(std::remove_if(docs.begin() + (docs.empty() ? 0 : 1), docs.end(),
+                              [](const YAML::Node& d) { return d.IsNull(); }),
+               docs.end());
     if (docs.size() > 1) {
       const YAML::Mark m = docs[1].Mark();
       result.diagnostics.push_back(

@@ -691,7 +691,8 @@ PreflightReport run_preflight(const PreflightPlan& plan) {
   // /proc/driver/nvidia, no /dev/nvidia* under WSL2 or a sandboxed runtime) is a warning.
   if (const CheckResult* init = report.find("cuda.init"); init && init->status == CheckStatus::pass)
     for (auto& c : report.checks)
-      if (c.layer == PreflightLayer::host && c.status == CheckStatus::fail) {
+      if (c.layer == PreflightLayer::host && c.status == CheckStatus::fail &&
+          (c.id == "host.kernel_module" || c.id == "host.device_nodes" || c.id == "host.uvm")) {
         c.status = CheckStatus::warn;
         c.summary += " (cuInit works all the same, so this is not a failure)";
         if (!c.remedy.empty())

@@ -141,11 +141,14 @@ Expected<ResultStore> ResultStore::open(const fs::path& dir) {
       const std::string name = it->path().filename().string();
       if (!it->is_regular_file() || !is_temp_name(name))
         continue;
-      // The name ends in its writer's pid: a writer that still runs (a report being written
-      // while this opens, say) is mid-write, not killed.
-      const pid_t writer = static_cast<pid_t>(std::stol(name.substr(name.rfind('.') + 1)));
-      if (writer > 0 && writer != ::getpid() && (::kill(writer, 0) == 0 || errno == EPERM))
-        continue;
+      // The run opens the directory under its lock, so no other run writes the top folder or
+      // cells/. report/ is written by `specbench report` too, which takes no lock: there a temp
+      // file whose writer (the pid in its name) still runs is mid-write, not left by a kill.
+      if (sub == dir / "report") {
+        const pid_t writer = static_cast<pid_t>(std::stol(name.substr(name.rfind('.') + 1)));
+        if (writer > 0 && writer != ::getpid() && (::kill(writer, 0) == 0 || errno == EPERM))
+          continue;
+      }
       fs::remove(it->path(), ec);
     }
   }

@@ -394,6 +394,10 @@ TEST(SweepValidation, ASecondYamlDocumentIsAnErrorNotIgnored) {
   ASSERT_TRUE(d) << all_messages(r);
   EXPECT_GE(d->line, 30); // at the second document, not at the top
   EXPECT_FALSE(r.ok());
+  // A closing `---` (an empty document after it) or `...` is no second sweep.
+  EXPECT_TRUE(load(kValidSweep + "---\n").ok()) << all_messages(load(kValidSweep + "---\n"));
+  EXPECT_TRUE(load(kValidSweep + "---\n# the end\n").ok());
+  EXPECT_TRUE(load("---\n" + kValidSweep + "...\n").ok());
 }
 
 // The name is the default results directory, results/NAME.

@@ -141,6 +141,19 @@ TEST(E2E, CommandLineMistakesAreNamedAndJsonStaysJson) {
   EXPECT_EQ(wait_child(only, std::chrono::seconds(60)), 0) << read_file(dir / "only.err");
   EXPECT_TRUE(std::filesystem::exists(dir / "r" / "cells" / "tp1-autoregressive.json"));
   EXPECT_FALSE(std::filesystem::exists(dir / "r" / "cells" / "tp1-ddtree-b4.json"));
+  // `--only $EMPTY sweep.yaml`: no ids is refused, not taken as "every cell".
+  auto no_ids = spawn_cli({"run", "--results", (dir / "r2").string(), "--only", file.string()},
+                          dir / "no-ids");
+  EXPECT_EQ(wait_child(no_ids, std::chrono::seconds(20)), 2);
+  EXPECT_NE(read_file(dir / "no-ids.err").find("--only names no cell or phase id"),
+            std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(dir / "r2" / "cells"));
+  // A value that is not a number under --json: JSON too.
+  auto nan_tp = spawn_cli({"preflight", "--tp", "abc", "--json"}, dir / "nan-tp");
+  EXPECT_EQ(wait_child(nan_tp, std::chrono::seconds(20)), 2);
+  const auto e = nlohmann::json::parse(read_file(dir / "nan-tp.out"), nullptr, false);
+  ASSERT_TRUE(e.is_object()) << read_file(dir / "nan-tp.out");
+  EXPECT_EQ(e.value("verdict", ""), "could-not-run");
   // --no-report prints no report, but DIR/report/ is up to date.
   EXPECT_EQ(read_file(dir / "only.out").find("# specbench report"), std::string::npos);
   EXPECT_NE(read_file(dir / "r" / "report" / "report.md").find("tp1-autoregressive"),

@@ -304,6 +304,20 @@ TEST(PreflightFakes, VisibilityVariableExplainsFewerCudaDevices) {
   EXPECT_THAT(check(r, "cuda.match").summary, HasSubstr("as CUDA_VISIBLE_DEVICES asks"));
 }
 
+// Only the host findings that say the driver cannot be seen turn into warnings when cuInit
+// works; a visibility variable that hides GPUs the plan needs stays a failure.
+TEST(PreflightFakes, AVisibilityVariableThatHidesPlannedGpusStaysAFailure) {
+  FakeMachine m("visible-short");
+  m.healthy(8);
+  m.set("FAKE_CUDA_DEVICE_COUNT", "2");
+  PreflightPlan plan = m.plan(4);
+  plan.environment["CUDA_VISIBLE_DEVICES"] = "0,1";
+  const PreflightReport r = run_preflight(plan);
+  EXPECT_EQ(check(r, "cuda.init").status, CheckStatus::pass);
+  EXPECT_EQ(check(r, "host.visibility").status, CheckStatus::fail) << r.to_table();
+  EXPECT_THAT(check(r, "host.visibility").summary, ::testing::Not(HasSubstr("cuInit works")));
+}
+
 TEST(PreflightFakes, DeviceVanishesBetweenLayers) {
   FakeMachine m("vanish");
   m.healthy(2);

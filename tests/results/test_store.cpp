@@ -266,13 +266,15 @@ TEST(ResultStore, OnlyItsOwnTempFilesAreRemoved) {
   // Left by killed writers: removed, in the report folder too.
   const std::vector<fs::path> ours = {dir / ("manifest.json.tmp." + dead),
                                       dir / "report" / ("report.csv.tmp." + dead),
-                                      dir / "report" / ("speedup.svg.tmp." + dead)};
+                                      dir / "report" / ("speedup.svg.tmp." + dead),
+                                      // under the run's lock no live writer owns cells/ files
+                                      dir / "cells" / ("z.json.tmp." + live)};
   // Not ours: a cell of workload "chat.tmp.v2", a user's file in a --results folder; and a live
   // writer's temp file (a report being written while a run opens the directory).
   const std::vector<fs::path> theirs = {dir / "cells" / "tp1-autoregressive-chat.tmp.v2.json",
                                         dir / "paper.tmp.v3.tex", dir / "notes.tmp.1",
                                         dir / "cells" / "x.json.tmp.12a",
-                                        dir / "cells" / ("y.json.tmp." + live)};
+                                        dir / "report" / ("report.md.tmp." + live)};
   for (const auto& p : ours)
     std::ofstream(p) << "partial";
   for (const auto& p : theirs)
