@@ -38,38 +38,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// True while a process of group `pg` runs. kill(-pg, 0) alone also counts zombies: a launcher's
-// orphaned child that only its new parent may reap (PID 1 in a container where specbench is PID
-// 1 never does), and stop() then waited out its grace and a hard wait for a group already gone.
-bool group_runs_impl(pid_t pg) {
-  if (::kill(-pg, 0) != 0)
-    return false;
-  DIR* proc = ::opendir("/proc");
-  if (proc == nullptr)
-    return true;
-  bool live = false;
-  while (dirent* e = ::readdir(proc)) {
-    if (e->d_name[0] < '0' || e->d_name[0] > '9')
-      continue;
-    std::ifstream in(std::string("/proc/") + e->d_name + "/stat");
-    std::string stat;
-    if (!std::getline(in, stat))
-      continue;
-    const size_t close = stat.rfind(')'); // the command name may hold spaces and parentheses
-    if (close == std::string::npos)
-      continue;
-    std::istringstream rest(stat.substr(close + 1));
-    char state = 0;
-    long ppid = 0, pgrp = 0;
-    if (rest >> state >> ppid >> pgrp && pgrp == pg && state != 'Z' && state != 'X') {
-      live = true;
-      break;
-    }
-  }
-  ::closedir(proc);
-  return live;
-}
-
 // --- The guardian -----------------------------------------------------------------------------
 // PR_SET_PDEATHSIG reaches only the server's leader. When specbench is SIGKILLed, whatever the
 // leader started (a launcher's python, SGLang's scheduler and TP workers) would live on, holding
@@ -871,8 +839,36 @@ Expected<int> choose_free_port(const std::string& host) {
   return port;
 }
 
-bool process_group_runs(pid_t pgid) {
-  return group_runs_impl(pgid);
+// True while a process of group `pg` runs. kill(-pg, 0) alone also counts zombies: a launcher's
+// orphaned child that only its new parent may reap (PID 1 in a container where specbench is PID
+// 1 never does), and stop() then waited out its grace and a hard wait for a group already gone.
+bool process_group_runs(pid_t pg) {
+  if (::kill(-pg, 0) != 0)
+    return false;
+  DIR* proc = ::opendir("/proc");
+  if (proc == nullptr)
+    return true;
+  bool live = false;
+  while (dirent* e = ::readdir(proc)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9')
+      continue;
+    std::ifstream in(std::string("/proc/") + e->d_name + "/stat");
+    std::string stat;
+    if (!std::getline(in, stat))
+      continue;
+    const size_t close = stat.rfind(')'); // the command name may hold spaces and parentheses
+    if (close == std::string::npos)
+      continue;
+    std::istringstream rest(stat.substr(close + 1));
+    char state = 0;
+    long ppid = 0, pgrp = 0;
+    if (rest >> state >> ppid >> pgrp && pgrp == pg && state != 'Z' && state != 'X') {
+      live = true;
+      break;
+    }
+  }
+  ::closedir(proc);
+  return live;
 }
 
 bool port_is_free(const std::string& host, int port) {
