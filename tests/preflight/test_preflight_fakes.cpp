@@ -416,8 +416,9 @@ TEST(PreflightFakes, HostFindingsAreWarningsWhenCudaWorks) {
     host_warned |= c->status == CheckStatus::warn;
   }
   EXPECT_TRUE(host_warned) << r.to_table();
-  if (build_info::cuda_compiled)
+  if (build_info::cuda_compiled) {
     EXPECT_EQ(exit_code(r), 0) << r.to_table();
+  }
 }
 
 TEST(PreflightFakes, NoKernelImageNamesCompiledArchitectures) {
