@@ -388,7 +388,8 @@ void time_after_lm_head(benchmark::State& st, int rows, const std::vector<int32_
   cudaStreamDestroy(s);
 }
 
-enum class AfterLmHeadCall { empty_kernel, fused, deployed, read_once };
+// `deployed_no_walk`: the deployed path's copy and argmax only, to tell its walk's share.
+enum class AfterLmHeadCall { empty_kernel, fused, deployed, deployed_no_walk, read_once };
 
 void BM_after_lm_head(benchmark::State& st, AfterLmHeadCall what, int batch, int n) {
   const int64_t rows = int64_t(batch) * n;
@@ -429,6 +430,13 @@ void BM_after_lm_head(benchmark::State& st, AfterLmHeadCall what, int batch, int
                           aidx.as<int32_t>(), acc.as<int32_t>(), cand.as<int64_t>(),
                           ridx.as<int64_t>(), rnext.as<int64_t>(), rsib.as<int64_t>(), batch, n,
                           kVocab, 16, s);
+      return cudaGetLastError() == cudaSuccess;
+    };
+    break;
+  case AfterLmHeadCall::deployed_no_walk: // steps 1 and 2 of bb::deployed_greedy
+    call = [&](const uint16_t* logits, cudaStream_t s) {
+      bb::bf16_to_f32(logits, f32.as<float>(), rows * kVocab, s);
+      bb::argmax_rows_f32(f32.as<float>(), rows, kVocab, pred64.as<int64_t>(), s);
       return cudaGetLastError() == cudaSuccess;
     };
     break;
@@ -806,23 +814,29 @@ int main(int argc, char** argv) {
   // The verifiers right after the LM head's GEMM (added_us: the pair minus the GEMM alone).
   {
     using C = AfterLmHeadCall;
+    // Each iteration times two graphs of 8 steps (about 6 ms): enough iterations that the median
+    // of the paired differences is stable to about 0.1 us.
+    constexpr int kIters = 300;
     reg(
         "after_lm_head/empty_kernel",
-        [](benchmark::State& s) { BM_after_lm_head(s, C::empty_kernel, 1, 1); }, 60);
+        [](benchmark::State& s) { BM_after_lm_head(s, C::empty_kernel, 1, 1); }, kIters);
     for (auto [b, n] : {std::pair{1, 8}, {1, 16}, {1, 65}, {8, 16}}) {
       const std::string sz = "/B" + std::to_string(b) + "xN" + std::to_string(n);
       reg(
           "after_lm_head/fused_greedy_bf16" + sz,
-          [=](benchmark::State& s) { BM_after_lm_head(s, C::fused, b, n); }, 60);
+          [=](benchmark::State& s) { BM_after_lm_head(s, C::fused, b, n); }, kIters);
       reg(
           "after_lm_head/read_once_fp32/fused_bytes" + sz,
-          [=](benchmark::State& s) { BM_after_lm_head(s, C::read_once, b, n); }, 60);
+          [=](benchmark::State& s) { BM_after_lm_head(s, C::read_once, b, n); }, kIters);
       reg(
           "after_lm_head/deployed_greedy" + sz,
-          [=](benchmark::State& s) { BM_after_lm_head(s, C::deployed, b, n); }, 60);
+          [=](benchmark::State& s) { BM_after_lm_head(s, C::deployed, b, n); }, kIters);
+      reg(
+          "after_lm_head/deployed_greedy_without_walk" + sz,
+          [=](benchmark::State& s) { BM_after_lm_head(s, C::deployed_no_walk, b, n); }, kIters);
       if (b == 1 && n <= 16)
         reg("after_lm_head/fused_greedy_bf16" + sz + "/pdl",
-            pdl([=](benchmark::State& s) { BM_after_lm_head(s, C::fused, b, n); }), 60);
+            pdl([=](benchmark::State& s) { BM_after_lm_head(s, C::fused, b, n); }), kIters);
     }
   }
 #endif
