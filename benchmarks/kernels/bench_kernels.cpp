@@ -389,7 +389,17 @@ void time_after_lm_head(benchmark::State& st, int rows, const std::vector<int32_
 }
 
 // `deployed_no_walk`: the deployed path's copy and argmax only, to tell its walk's share.
-enum class AfterLmHeadCall { empty_kernel, fused, deployed, deployed_no_walk, read_once };
+// `walk_one_thread` / `walk_ours`: the walk alone on SGLang's buffers (SGLang's one-thread walk,
+// verify_tree_greedy_sglang), the predictions given (cold like the tree, unlike after an argmax).
+enum class AfterLmHeadCall {
+  empty_kernel,
+  fused,
+  deployed,
+  deployed_no_walk,
+  walk_one_thread,
+  walk_ours,
+  read_once
+};
 
 void BM_after_lm_head(benchmark::State& st, AfterLmHeadCall what, int batch, int n) {
   const int64_t rows = int64_t(batch) * n;
@@ -403,6 +413,7 @@ void BM_after_lm_head(benchmark::State& st, AfterLmHeadCall what, int batch, int
   upload(ridx, t.ridx);
   upload(rnext, t.rnext);
   upload(rsib, t.rsib);
+  upload(pred64, std::vector<int64_t>(t.plant.begin(), t.plant.end()));
   const std::size_t wsb = k::verify_greedy_fused_workspace_bytes(batch, n, kVocab);
   DevMem ws(wsb);
   (void)k::clear_workspace(ws.p, wsb, nullptr);
@@ -440,6 +451,23 @@ void BM_after_lm_head(benchmark::State& st, AfterLmHeadCall what, int batch, int
       return cudaGetLastError() == cudaSuccess;
     };
     break;
+  case AfterLmHeadCall::walk_one_thread:
+    call = [&](const uint16_t*, cudaStream_t s) {
+      bb::walk_one_thread(predicts.as<int32_t>(), aidx.as<int32_t>(), acc.as<int32_t>(),
+                          cand.as<int64_t>(), ridx.as<int64_t>(), rnext.as<int64_t>(),
+                          rsib.as<int64_t>(), pred64.as<int64_t>(), batch, n, 16, s);
+      return cudaGetLastError() == cudaSuccess;
+    };
+    break;
+  case AfterLmHeadCall::walk_ours:
+    call = [&](const uint16_t*, cudaStream_t s) {
+      return k::verify_tree_greedy_sglang(predicts.as<int32_t>(), aidx.as<int32_t>(),
+                                          acc.as<int32_t>(), cand.as<int64_t>(), ridx.as<int64_t>(),
+                                          rnext.as<int64_t>(), rsib.as<int64_t>(),
+                                          pred64.as<int64_t>(), batch, n, 16, s, g_launch)
+          .is_ok();
+    };
+    break;
   case AfterLmHeadCall::read_once:
     call = [&](const uint16_t* logits, cudaStream_t s) {
       bb::read_once_f32(reinterpret_cast<const float*>(logits), rows * kVocab / 2, nullptr, 0,
@@ -450,7 +478,8 @@ void BM_after_lm_head(benchmark::State& st, AfterLmHeadCall what, int batch, int
   }
   time_after_lm_head(st, static_cast<int>(rows), t.plant, call);
   // Sanity: the GEMM's rows have their maxima at the planted tokens, so the walks reach a leaf.
-  if (what == AfterLmHeadCall::fused || what == AfterLmHeadCall::deployed) {
+  if (what != AfterLmHeadCall::empty_kernel && what != AfterLmHeadCall::deployed_no_walk &&
+      what != AfterLmHeadCall::read_once) {
     int32_t a0 = -1;
     cudaMemcpy(&a0, acc.p, 4, cudaMemcpyDeviceToHost);
     st.counters["accepted0"] = a0;
@@ -834,6 +863,12 @@ int main(int argc, char** argv) {
       reg(
           "after_lm_head/deployed_greedy_without_walk" + sz,
           [=](benchmark::State& s) { BM_after_lm_head(s, C::deployed_no_walk, b, n); }, kIters);
+      reg(
+          "after_lm_head/walk_one_thread" + sz,
+          [=](benchmark::State& s) { BM_after_lm_head(s, C::walk_one_thread, b, n); }, kIters);
+      reg(
+          "after_lm_head/walk_ours_sglang_layout" + sz,
+          [=](benchmark::State& s) { BM_after_lm_head(s, C::walk_ours, b, n); }, kIters);
       if (b == 1 && n <= 16)
         reg("after_lm_head/fused_greedy_bf16" + sz + "/pdl",
             pdl([=](benchmark::State& s) { BM_after_lm_head(s, C::fused, b, n); }), kIters);
