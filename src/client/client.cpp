@@ -337,6 +337,15 @@ struct Transfer {
       *live_tokens += k;
   }
 
+  // A server's own message ends the request: as a context overflow when its words say so (with
+  // `code`, or 400 when it gave none), else as `kind`. `what` introduces the message.
+  void fail_with_server_message(int code, const std::string& msg, ErrorKind kind,
+                                const std::string& what) {
+    rec.context_overflow = is_context_overflow_message(code ? code : 400, msg);
+    set_fail(rec.context_overflow ? ErrorKind::context_overflow : kind,
+             what + ": " + excerpt(msg, 300));
+  }
+
   // An "error" object inside a 200 stream or body (SGLang reports aborts this way).
   bool absorb_error_object(const json& j) {
     auto e = j.find("error");
@@ -350,11 +359,9 @@ struct Transfer {
     if (e->is_object())
       if (auto c = get_count(*e, "code", nullptr))
         code = static_cast<int>(*c);
-    rec.context_overflow = is_context_overflow_message(code ? code : 400, msg);
     if (code)
       rec.http_status = code;
-    set_fail(rec.context_overflow ? ErrorKind::context_overflow : ErrorKind::http_status,
-             "server error in response: " + excerpt(msg, 300));
+    fail_with_server_message(code, msg, ErrorKind::http_status, "server error in response");
     rec.body_excerpt = excerpt(j.dump(), opt->body_excerpt_bytes);
     return true;
   }
@@ -369,11 +376,9 @@ struct Transfer {
     if (finish_reason.is_object())
       if (auto c = get_count(finish_reason, "status_code", nullptr))
         code = static_cast<int>(*c);
-    rec.context_overflow = is_context_overflow_message(code ? code : 400, *msg);
-    set_fail(rec.context_overflow ? ErrorKind::context_overflow : ErrorKind::server_abort,
-             "the server aborted the request (finish_reason abort" +
-                 (code ? ", status " + std::to_string(code) : std::string()) +
-                 "): " + excerpt(*msg, 300));
+    fail_with_server_message(code, *msg, ErrorKind::server_abort,
+                             "the server aborted the request (finish_reason abort" +
+                                 (code ? ", status " + std::to_string(code) : std::string()) + ")");
     return false;
   }
 
