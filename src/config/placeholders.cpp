@@ -3,6 +3,7 @@
 #include "specbench/matrix.hpp"
 
 #include <algorithm>
+#include <map>
 
 namespace specbench {
 namespace detail {
@@ -66,6 +67,7 @@ Expected<std::vector<std::string>> substitute_placeholders(
   out.reserve(argv_template.size());
   for (const auto& arg : argv_template) {
     std::string result;
+    std::map<std::string, int> kept; // placeholders left for later, by name
     for (size_t i = 0; i < arg.size(); ++i) {
       const char c = arg[i];
       if ((c == '{' || c == '}') && i + 1 < arg.size() && arg[i + 1] == c) {
@@ -89,12 +91,28 @@ Expected<std::vector<std::string>> substitute_placeholders(
         result += it->second;
       } else if (std::find(keep.begin(), keep.end(), name) != keep.end()) {
         result += "{" + name + "}";
+        ++kept[name];
       } else {
         return Status(StatusCode::invalid_argument,
                       "placeholder {" + name + "} in argument \"" + arg + "\" has no value",
                       "use one of the placeholders documented in docs/sweep_format.md");
       }
       i = close;
+    }
+    // A kept placeholder is filled in later by plain text replacement, which cannot tell it from
+    // the same text written literally (`{{port}}`) or brought in by a value: that text would
+    // become the port too.
+    for (const auto& name : keep) {
+      const std::string text = "{" + name + "}";
+      int seen = 0;
+      for (size_t at = result.find(text); at != std::string::npos; at = result.find(text, at + 1))
+        ++seen;
+      if (seen > kept[name])
+        return Status(StatusCode::invalid_argument,
+                      "argument \"" + arg + "\" would hold the text " + text +
+                          " that is not the placeholder (a literal `{{" + name +
+                          "}}` or a value containing it); at launch it would be replaced too",
+                      "write it differently (e.g. split the argument), or rename the value");
     }
     out.push_back(std::move(result));
   }

@@ -92,6 +92,19 @@ TEST(Matrix, SubstitutionRules) {
   EXPECT_EQ(unknown.status().code(), StatusCode::invalid_argument);
   EXPECT_FALSE(substitute_placeholders({"{open"}, {}));
   EXPECT_FALSE(substitute_placeholders({"close}"}, {}));
+  // A kept placeholder is replaced at launch by plain text replacement: a literal {port} (from
+  // `{{port}}`) or a value holding that text would be replaced too, so both are refused.
+  auto literal = substitute_placeholders({"--x={{port}}-{port}"}, {}, {"port"});
+  ASSERT_FALSE(literal);
+  EXPECT_NE(literal.status().message().find("{port}"), std::string::npos);
+  auto via_value = substitute_placeholders({"{m}"}, {{"m", "/models/{port}"}}, {"port"});
+  EXPECT_FALSE(via_value);
+  auto braced = substitute_placeholders({"{{{port}}}"}, {}, {"port"});
+  ASSERT_TRUE(braced); // a literal brace on each side of the real placeholder
+  EXPECT_EQ(braced->at(0), "{{port}}");
+  // With a fixed port the value is known, but {port} stays kept (the matrix always keeps it), so
+  // the literal is still refused.
+  EXPECT_FALSE(substitute_placeholders({"--x={{port}}"}, {{"port", "8000"}}, {"port"}));
 }
 
 TEST(Matrix, JsonCarriesSchemaVersionAndEveryCell) {
