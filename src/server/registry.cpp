@@ -32,10 +32,14 @@ void sleep_ms(long ms) {
   }
 }
 
-// True while any process of the group exists (reaps the leader if it is our zombie child).
+// True while any process of the group exists. First reaps every zombie of the group that is our
+// child (waitpid is async-signal-safe): the leader, and where specbench is PID 1 or a subreaper
+// the orphaned members too, which kill(-pgid, 0) would otherwise count as alive until the grace
+// ran out.
 bool group_alive(pid_t pgid) {
   int st = 0;
-  ::waitpid(pgid, &st, WNOHANG); // reap the leader; other members belong to init once orphaned
+  while (::waitpid(-pgid, &st, WNOHANG) > 0) {
+  }
   return ::kill(-pgid, 0) == 0;
 }
 

@@ -434,6 +434,35 @@ TEST(ServerProcessStop, ZombiesLeftForOthersToReapDoNotHoldStop) {
   EXPECT_EQ(WEXITSTATUS(st), 0) << "stop() waited on a zombie (or sent SIGKILL for it)";
 }
 
+// The signal handler's path (kill_all_servers) must not count those zombies either: it reaps
+// what is its own, so a Ctrl-C under PID 1 does not wait out the grace and then SIGKILL.
+TEST(ServerCleanup, KillAllServersReapsZombiesOfTheGroup) {
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+    ServerProcess p;
+    LaunchSpec s;
+    s.argv = {"/bin/sh", "-c", "sleep 30 & exec sleep 31"};
+    s.log_file = sbt::make_temp_dir("server") / "zombie-all.log";
+    s.port_free_timeout_s = 0;
+    if (!p.start(s))
+      ::_exit(10);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    const auto t0 = std::chrono::steady_clock::now();
+    kill_all_servers(5.0);
+    const double took =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const bool gone = ::kill(-p.pid(), 0) != 0;
+    ::_exit(!gone ? 2 : took < 2.0 ? 0 : 1);
+  }
+  int st = 0;
+  ASSERT_EQ(::waitpid(child, &st, 0), child);
+  ASSERT_TRUE(WIFEXITED(st));
+  EXPECT_NE(WEXITSTATUS(st), 2) << "the server group outlived kill_all_servers";
+  EXPECT_EQ(WEXITSTATUS(st), 0) << "kill_all_servers waited out the grace on a zombie";
+}
+
 TEST(Readiness, CancelEndsASlowGenerationProbe) {
   // /health answers at once, the one-token generation trickles for many seconds: a Ctrl-C then
   // must not wait for the probe's timeout.
