@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <cstdint>
 
 namespace specbench::bench {
 namespace {
@@ -70,40 +71,99 @@ __global__ void bf16_to_f32_kernel(const uint4* in, float4* out, int64_t n8) {
   }
 }
 
-// One block per row (what torch.argmax and TensorRT-LLM's MTP greedy sampling do).
-__global__ void argmax_rows_kernel(const float* x, int64_t vocab, int64_t* out) {
+// torch.argmax's order for (value, index) pairs: a NaN beats any number (the first NaN wins),
+// otherwise the larger value, and on a tie the lower index.
+__device__ __forceinline__ bool argmax_before(float v, int64_t i, float bv, int64_t bi) {
+  if (v != v)
+    return bv == bv || i < bi;
+  if (bv != bv)
+    return false;
+  return v > bv || (v == bv && i < bi);
+}
+
+// One block per row, as torch.argmax reduces a row this long (SGLang's row_argmax was written
+// because of that): 512 threads, 16-byte loads, four of them in flight per thread with one running
+// first maximum each, like torch's reduce (4-wide input vectors, 4 values unrolled per thread).
+// Earlier versions loaded one float at a time, which made this baseline 3-6x slower than
+// torch.argmax at a few rows; the deployed column must be the deployed path, not a strawman.
+constexpr int kArgmaxThreads = 512;
+__global__ void __launch_bounds__(kArgmaxThreads) argmax_rows_kernel(const float* x, int64_t vocab,
+                                                                     int64_t* out) {
   const float* row = x + blockIdx.x * vocab;
-  float best = -INFINITY;
-  int64_t idx = 0x7FFFFFFF;
-  for (int64_t i = threadIdx.x; i < vocab; i += blockDim.x) {
-    const float v = row[i];
-    if (v > best || (v != v && best == best)) {
-      best = v;
-      idx = i;
+  const int t = threadIdx.x;
+  float best[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
+  int64_t idx[4] = {INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX};
+  // Each slot k scans its own elements in increasing index order, so a strict > (or the first
+  // NaN) keeps its first maximum; the slots are merged with the full order below.
+  // (idx == INT64_MAX: nothing taken yet, so a row of -inf still answers its first index.)
+  auto take = [&](int k, float v, int64_t i) {
+    if (v > best[k] || (v != v && best[k] == best[k]) || idx[k] == INT64_MAX) {
+      best[k] = v;
+      idx[k] = i;
     }
+  };
+  const bool vec = (vocab % 4) == 0 && (reinterpret_cast<uintptr_t>(row) % 16) == 0;
+  int64_t tail = 0;
+  if (vec) {
+    const float4* row4 = reinterpret_cast<const float4*>(row);
+    const int64_t n4 = vocab / 4;
+    constexpr int64_t kStride = 4 * kArgmaxThreads;
+    int64_t base = 0;
+    for (; base + kStride <= n4; base += kStride) {
+      float4 v[4];
+#pragma unroll
+      for (int k = 0; k < 4; ++k)
+        v[k] = __ldg(row4 + base + t + k * kArgmaxThreads);
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        const int64_t i = 4 * (base + t + k * kArgmaxThreads);
+        take(k, v[k].x, i);
+        take(k, v[k].y, i + 1);
+        take(k, v[k].z, i + 2);
+        take(k, v[k].w, i + 3);
+      }
+    }
+    for (int64_t j = base + t; j < n4; j += kArgmaxThreads) {
+      const float4 v = __ldg(row4 + j);
+      take(0, v.x, 4 * j);
+      take(0, v.y, 4 * j + 1);
+      take(0, v.z, 4 * j + 2);
+      take(0, v.w, 4 * j + 3);
+    }
+    tail = vocab; // nothing left over
   }
-  __shared__ float sv[32];
-  __shared__ int64_t si[32];
+  for (int64_t i = tail + t; i < vocab; i += kArgmaxThreads)
+    take(0, __ldg(row + i), i);
+  float b = best[0];
+  int64_t bi = idx[0];
+#pragma unroll
+  for (int k = 1; k < 4; ++k)
+    if (argmax_before(best[k], idx[k], b, bi)) {
+      b = best[k];
+      bi = idx[k];
+    }
   for (int o = 16; o > 0; o >>= 1) {
-    const float ov = __shfl_xor_sync(0xFFFFFFFFu, best, o);
-    const int64_t oi = __shfl_xor_sync(0xFFFFFFFFu, idx, o);
-    if (ov > best || (ov == best && oi < idx)) {
-      best = ov;
-      idx = oi;
+    const float ov = __shfl_xor_sync(0xFFFFFFFFu, b, o);
+    const int64_t oi = __shfl_xor_sync(0xFFFFFFFFu, bi, o);
+    if (argmax_before(ov, oi, b, bi)) {
+      b = ov;
+      bi = oi;
     }
   }
-  if ((threadIdx.x & 31) == 0) {
-    sv[threadIdx.x >> 5] = best;
-    si[threadIdx.x >> 5] = idx;
+  __shared__ float sv[kArgmaxThreads / 32];
+  __shared__ int64_t si[kArgmaxThreads / 32];
+  if ((t & 31) == 0) {
+    sv[t >> 5] = b;
+    si[t >> 5] = bi;
   }
   __syncthreads();
-  if (threadIdx.x == 0) {
-    for (int w = 1; w < static_cast<int>(blockDim.x >> 5); ++w)
-      if (sv[w] > best || (sv[w] == best && si[w] < idx)) {
-        best = sv[w];
-        idx = si[w];
+  if (t == 0) {
+    for (int w = 1; w < kArgmaxThreads / 32; ++w)
+      if (argmax_before(sv[w], si[w], b, bi)) {
+        b = sv[w];
+        bi = si[w];
       }
-    out[blockIdx.x] = idx;
+    out[blockIdx.x] = bi;
   }
 }
 
@@ -232,7 +292,7 @@ void bf16_to_f32(const uint16_t* in, float* out, int64_t n, CUstream_st* s) {
                                                           reinterpret_cast<float4*>(out), n / 8);
 }
 void argmax_rows_f32(const float* x, int64_t rows, int64_t vocab, int64_t* out, CUstream_st* s) {
-  argmax_rows_kernel<<<static_cast<unsigned>(rows), 512, 0, s>>>(x, vocab, out);
+  argmax_rows_kernel<<<static_cast<unsigned>(rows), kArgmaxThreads, 0, s>>>(x, vocab, out);
 }
 void walk_one_thread(int32_t* predicts, int32_t* accept_index, int32_t* accept_num,
                      const int64_t* candidates, const int64_t* retrive_index,

@@ -250,9 +250,17 @@ void BM_fused_greedy(benchmark::State& st, int batch, int n, bool cold, bool fp3
   st.counters["accepted0"] = a0;
 }
 
-void BM_deployed_greedy(benchmark::State& st, int batch, int n, bool cold) {
+// Which part of the in-project deployed path a case times. The parts line up with the columns of
+// verify_kernels.md §5 (torch on an H200), which is how this baseline is checked against torch.
+enum class DeployedPart {
+  all,         // copy to fp32, argmax, one-thread walk
+  argmax_fp32, // the argmax alone over fp32 logits ("argmax fp32 only")
+};
+
+void BM_deployed_greedy(benchmark::State& st, int batch, int n, bool cold,
+                        DeployedPart part = DeployedPart::all) {
   const int64_t rows = int64_t(batch) * n;
-  const std::size_t bytes = rows * kVocab * 2;
+  const std::size_t bytes = rows * kVocab * (part == DeployedPart::argmax_fp32 ? 4 : 2);
   const int R = rotation(bytes, cold);
   const Trees t = make_trees(batch, n, 1);
   std::vector<std::unique_ptr<DevMem>> logits;
@@ -265,7 +273,18 @@ void BM_deployed_greedy(benchmark::State& st, int batch, int n, bool cold) {
     bb::fill_random_bf16(logits.back()->as<uint16_t>(), rows * kVocab, 17 + r, nullptr);
     bb::plant_bf16(logits.back()->as<uint16_t>(), rows, kVocab, plant.as<int32_t>(), nullptr);
   }
-  DevMem f32(bytes * 2), pred64(rows * 8), cand(rows * 8), ridx(rows * 8), rnext(rows * 8),
+  // argmax_fp32 reads fp32 copies of the rotated logits, made once here.
+  std::vector<std::unique_ptr<DevMem>> logits32;
+  if (part == DeployedPart::argmax_fp32)
+    for (int r = 0; r < R; ++r) {
+      logits32.push_back(std::make_unique<DevMem>(bytes));
+      if (!logits32.back()->p)
+        return st.SkipWithError("out of device memory");
+      bb::bf16_to_f32(logits[r]->as<uint16_t>(), logits32.back()->as<float>(), rows * kVocab,
+                      nullptr);
+      logits[r].reset(); // only the fp32 copies are read
+    }
+  DevMem f32(rows * kVocab * 4), pred64(rows * 8), cand(rows * 8), ridx(rows * 8), rnext(rows * 8),
       rsib(rows * 8), predicts(rows * 4), aidx(batch * 16 * 4), anum(batch * 4);
   if (!f32.p)
     return st.SkipWithError("out of device memory");
@@ -273,11 +292,16 @@ void BM_deployed_greedy(benchmark::State& st, int batch, int n, bool cold) {
   upload(ridx, t.ridx);
   upload(rnext, t.rnext);
   upload(rsib, t.rsib);
+  cudaMemset(pred64.p, 0xFF, rows * 8);
   cudaDeviceSynchronize();
   const int calls = cold ? R : 20;
   time_graph(
       st, calls,
       [&](int i, cudaStream_t s) {
+        if (part == DeployedPart::argmax_fp32) {
+          bb::argmax_rows_f32(logits32[i % R]->as<float>(), rows, kVocab, pred64.as<int64_t>(), s);
+          return cudaGetLastError() == cudaSuccess;
+        }
         bb::deployed_greedy(logits[i % R]->as<uint16_t>(), f32.as<float>(), pred64.as<int64_t>(),
                             predicts.as<int32_t>(), aidx.as<int32_t>(), anum.as<int32_t>(),
                             cand.as<int64_t>(), ridx.as<int64_t>(), rnext.as<int64_t>(),
@@ -285,6 +309,14 @@ void BM_deployed_greedy(benchmark::State& st, int batch, int n, bool cold) {
         return cudaGetLastError() == cudaSuccess;
       },
       static_cast<double>(bytes));
+  // The baseline must be right to be a baseline: every row's argmax is its planted maximum.
+  std::vector<int64_t> got(rows);
+  cudaMemcpy(got.data(), pred64.p, rows * 8, cudaMemcpyDeviceToHost);
+  for (int64_t r = 0; r < rows; ++r)
+    if (got[r] != t.plant[r])
+      return st.SkipWithError("the deployed path's argmax missed a planted maximum");
+  if (part != DeployedPart::all)
+    return;
   int32_t a0 = -1;
   cudaMemcpy(&a0, anum.p, 4, cudaMemcpyDeviceToHost);
   st.counters["accepted0"] = a0;
@@ -786,6 +818,10 @@ int main(int argc, char** argv) {
     reg(
         "deployed_greedy" + sz + "/cold",
         [=](benchmark::State& s) { BM_deployed_greedy(s, b, n, true); }, 10);
+    reg(
+        "deployed_argmax_fp32" + sz + "/cold",
+        [=](benchmark::State& s) { BM_deployed_greedy(s, b, n, true, DeployedPart::argmax_fp32); },
+        10);
     if (small) { // one read of the same bytes (as fp32 words): what the call costs beyond reading
       const std::size_t words = std::size_t(b) * n * kVocab / 2;
       reg(
