@@ -115,6 +115,13 @@ void check_template(Findings& f, const Sweep& s, const std::vector<std::string>&
               "write placeholders as {name}; `{{` and `}}` are literal braces");
       continue;
     }
+    // The launch fills {port} by replacing that text, so a literal one would get the port too.
+    if (detail::literal_text(argv[i]).find("{port}") != std::string::npos)
+      f.error(idx(path, i),
+              "\"" + argv[i] +
+                  "\" holds a literal {port} (written `{{port}}`), which the launch "
+                  "would replace with the port like the placeholder",
+              "write it differently (e.g. split the argument), or use the placeholder {port}");
     for (const auto& n : names) {
       const auto& known = known_placeholders();
       if (std::find(known.begin(), known.end(), n) == known.end()) {
@@ -167,7 +174,12 @@ std::vector<Diagnostic> validate_sweep(const Sweep& s) {
   bool uses_draft = false;
   bool port_used = false;
   check_template(f, s, s.server.launch, "server.launch", "", uses_draft);
-  for (const auto& a : s.server.launch) port_used |= a.find("{port}") != std::string::npos;
+  for (const auto& a : s.server.launch) {
+    std::vector<std::string> names;
+    std::string problem;
+    if (detail::placeholder_names(a, names, problem))
+      port_used |= std::find(names.begin(), names.end(), "port") != names.end();
+  }
   for (const auto& [kind, argv] : s.server.method_args) {
     if (kind != "autoregressive" && kind != "linear" && kind != "tree") {
       f.error("server.method_args." + kind, "unknown method kind `" + kind + "`",

@@ -160,6 +160,19 @@ TEST(SweepValidation, PlaceholdersMustExistAndBelongToTheCell) {
   EXPECT_NE(find_error(r4, "without a closing"), nullptr) << all_messages(r4);
   const auto r5 = load(replace(kValidSweep, "  draft_path: drafter\n", ""));
   EXPECT_NE(find_error(r5, "model.draft_path is empty"), nullptr) << all_messages(r5);
+  // A literal {port} (`{{port}}`) would get the port at launch like the placeholder: refused at
+  // validation, and it does not count as the launch template's {port}.
+  const auto r6 = load(replace(kValidSweep, "\"{port}\"", "\"{{port}}\""));
+  const Diagnostic* lit = find_error(r6, "holds a literal {port}");
+  ASSERT_NE(lit, nullptr) << all_messages(r6);
+  EXPECT_EQ(lit->path, "server.launch[4]");
+  bool no_port_warning = false;
+  for (const auto& w : r6.diagnostics)
+    no_port_warning |= w.message.find("the launch template has no {port}") != std::string::npos;
+  EXPECT_TRUE(no_port_warning) << all_messages(r6);
+  // Literal braces around the real placeholder are fine.
+  const auto r7 = load(replace(kValidSweep, "\"{port}\"", "\"{{{port}}}\""));
+  EXPECT_EQ(find_error(r7, "literal {port}"), nullptr) << all_messages(r7);
 }
 
 TEST(SweepValidation, NumbersOutOfRange) {
