@@ -17,6 +17,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <thread>
 
 using namespace specbench;
@@ -408,59 +409,57 @@ TEST(ServerProcessStop, AGroupWideSigkillOfTheDriverLeavesNoServer) {
 }
 
 // Where nobody reaps orphans (specbench as PID 1 in a container; here a subreaper that never
-// waits), a server's child ends as a zombie in the group. stop() must see the group gone instead
-// of waiting out the grace, a hard wait, and all of it again in the destructor.
-TEST(ServerProcessStop, ZombiesLeftForOthersToReapDoNotHoldStop) {
+// waits), a server's child ends as a zombie in the group. Runs `body` on such a server (a shell
+// whose background child outlives it) in a forked subreaper and returns the child's exit code
+// (10: the server did not start; -1: the child did not exit normally).
+static int with_zombie_making_server(const std::string& log_name,
+                                     const std::function<int(ServerProcess&)>& body) {
   const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
+  if (child < 0)
+    return -1;
   if (child == 0) {
     ::prctl(PR_SET_CHILD_SUBREAPER, 1);
     ServerProcess p;
     LaunchSpec s;
     s.argv = {"/bin/sh", "-c", "sleep 30 & exec sleep 31"};
-    s.log_file = sbt::make_temp_dir("server") / "zombie.log";
+    s.log_file = sbt::make_temp_dir("server") / log_name;
     s.stop_grace_s = 5;
     s.port_free_timeout_s = 0;
     if (!p.start(s))
       ::_exit(10);
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    const StopReport r = p.stop();
-    const StopReport again = p.stop(); // answered from the first
-    ::_exit(r.took_s < 2.0 && !r.sigkilled && again.took_s == r.took_s ? 0 : 1);
+    ::_exit(body(p));
   }
   int st = 0;
-  ASSERT_EQ(::waitpid(child, &st, 0), child);
-  ASSERT_TRUE(WIFEXITED(st));
-  EXPECT_EQ(WEXITSTATUS(st), 0) << "stop() waited on a zombie (or sent SIGKILL for it)";
+  if (::waitpid(child, &st, 0) != child || !WIFEXITED(st))
+    return -1;
+  return WEXITSTATUS(st);
+}
+
+// stop() must see the group gone instead of waiting out the grace, a hard wait, and all of it
+// again in the destructor.
+TEST(ServerProcessStop, ZombiesLeftForOthersToReapDoNotHoldStop) {
+  const int code = with_zombie_making_server("zombie.log", [](ServerProcess& p) {
+    const StopReport r = p.stop();
+    const StopReport again = p.stop(); // answered from the first
+    return r.took_s < 2.0 && !r.sigkilled && again.took_s == r.took_s ? 0 : 1;
+  });
+  EXPECT_EQ(code, 0) << "stop() waited on a zombie (or sent SIGKILL for it)";
 }
 
 // The signal handler's path (kill_all_servers) must not count those zombies either: it reaps
 // what is its own, so a Ctrl-C under PID 1 does not wait out the grace and then SIGKILL.
 TEST(ServerCleanup, KillAllServersReapsZombiesOfTheGroup) {
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    ::prctl(PR_SET_CHILD_SUBREAPER, 1);
-    ServerProcess p;
-    LaunchSpec s;
-    s.argv = {"/bin/sh", "-c", "sleep 30 & exec sleep 31"};
-    s.log_file = sbt::make_temp_dir("server") / "zombie-all.log";
-    s.port_free_timeout_s = 0;
-    if (!p.start(s))
-      ::_exit(10);
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const int code = with_zombie_making_server("zombie-all.log", [](ServerProcess& p) {
     const auto t0 = std::chrono::steady_clock::now();
     kill_all_servers(5.0);
     const double took =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const bool gone = ::kill(-p.pid(), 0) != 0;
-    ::_exit(!gone ? 2 : took < 2.0 ? 0 : 1);
-  }
-  int st = 0;
-  ASSERT_EQ(::waitpid(child, &st, 0), child);
-  ASSERT_TRUE(WIFEXITED(st));
-  EXPECT_NE(WEXITSTATUS(st), 2) << "the server group outlived kill_all_servers";
-  EXPECT_EQ(WEXITSTATUS(st), 0) << "kill_all_servers waited out the grace on a zombie";
+    return !gone ? 2 : took < 2.0 ? 0 : 1;
+  });
+  EXPECT_NE(code, 2) << "the server group outlived kill_all_servers";
+  EXPECT_EQ(code, 0) << "kill_all_servers waited out the grace on a zombie";
 }
 
 TEST(Readiness, CancelEndsASlowGenerationProbe) {
