@@ -889,24 +889,19 @@ int main(int argc, char** argv) {
         [](benchmark::State& s) { BM_after_lm_head(s, C::empty_kernel, 1, 1); }, kIters);
     for (auto [b, n] : {std::pair{1, 8}, {1, 16}, {1, 65}, {8, 16}}) {
       const std::string sz = "/B" + std::to_string(b) + "xN" + std::to_string(n);
-      reg(
-          "after_lm_head/fused_greedy_bf16" + sz,
-          [=](benchmark::State& s) { BM_after_lm_head(s, C::fused, b, n); }, kIters);
-      reg(
-          "after_lm_head/read_once_fp32/fused_bytes" + sz,
-          [=](benchmark::State& s) { BM_after_lm_head(s, C::read_once, b, n); }, kIters);
-      reg(
-          "after_lm_head/deployed_greedy" + sz,
-          [=](benchmark::State& s) { BM_after_lm_head(s, C::deployed, b, n); }, kIters);
-      reg(
-          "after_lm_head/deployed_greedy_without_walk" + sz,
-          [=](benchmark::State& s) { BM_after_lm_head(s, C::deployed_no_walk, b, n); }, kIters);
-      reg(
-          "after_lm_head/walk_one_thread" + sz,
-          [=](benchmark::State& s) { BM_after_lm_head(s, C::walk_one_thread, b, n); }, kIters);
-      reg(
-          "after_lm_head/walk_ours_sglang_layout" + sz,
-          [=](benchmark::State& s) { BM_after_lm_head(s, C::walk_ours, b, n); }, kIters);
+      const std::pair<const char*, C> calls[] = {
+          {"fused_greedy_bf16", C::fused},
+          {"read_once_fp32/fused_bytes", C::read_once},
+          {"deployed_greedy", C::deployed},
+          {"deployed_greedy_without_walk", C::deployed_no_walk},
+          {"walk_one_thread", C::walk_one_thread},
+          {"walk_ours_sglang_layout", C::walk_ours}};
+      for (const auto& call : calls) {
+        const C what = call.second;
+        reg(
+            std::string("after_lm_head/") + call.first + sz,
+            [=](benchmark::State& s) { BM_after_lm_head(s, what, b, n); }, kIters);
+      }
       if (b == 1 && n <= 16)
         reg("after_lm_head/fused_greedy_bf16" + sz + "/pdl",
             pdl([=](benchmark::State& s) { BM_after_lm_head(s, C::fused, b, n); }), kIters);
