@@ -44,26 +44,6 @@ bool placeholder_names(const std::string& arg, std::vector<std::string>& names,
   return true;
 }
 
-std::string literal_text(const std::string& arg) {
-  std::string out;
-  for (size_t i = 0; i < arg.size(); ++i) {
-    const char c = arg[i];
-    if ((c == '{' || c == '}') && i + 1 < arg.size() && arg[i + 1] == c) {
-      out += c;
-      ++i;
-    } else if (c == '{') {
-      const size_t close = arg.find('}', i + 1);
-      if (close == std::string::npos)
-        break;
-      out += '\x1f'; // a placeholder: no literal text, and nothing joins across it
-      i = close;
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
 std::string placeholder_restriction(const std::string& name) {
   if (name == "budget") return "tree";
   if (name == "block" || name == "draft_model") return "linear and tree";

@@ -9,9 +9,6 @@ namespace specbench::detail {
 /// `problem`.
 bool placeholder_names(const std::string& arg, std::vector<std::string>& names,
                        std::string& problem);
-/// The literal text of `arg`: escapes "{{" / "}}" read as one brace, placeholders left out.
-/// Assumes `arg` is well-formed (placeholder_names returned true).
-std::string literal_text(const std::string& arg);
 /// Placeholders defined only for some method kinds: "" when `name` is valid for every cell, else
 /// the kinds that define it, e.g. "tree".
 std::string placeholder_restriction(const std::string& name);

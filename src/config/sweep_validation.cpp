@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <set>
 
 namespace specbench {
@@ -106,7 +107,8 @@ bool id_safe(const std::string& s) {
 // Checks placeholders of one argv template; `kind` is the method kind the template belongs to,
 // or "" for the launch template shared by every cell.
 void check_template(Findings& f, const Sweep& s, const std::vector<std::string>& argv,
-                    const std::string& path, const std::string& kind, bool& uses_draft) {
+                    const std::string& path, const std::string& kind, bool& uses_draft,
+                    bool& uses_port) {
   for (size_t i = 0; i < argv.size(); ++i) {
     std::vector<std::string> names;
     std::string problem;
@@ -115,8 +117,13 @@ void check_template(Findings& f, const Sweep& s, const std::vector<std::string>&
               "write placeholders as {name}; `{{` and `}}` are literal braces");
       continue;
     }
-    // The launch fills {port} by replacing that text, so a literal one would get the port too.
-    if (detail::literal_text(argv[i]).find("{port}") != std::string::npos)
+    // The launch fills {port} by replacing that text, so a literal one would get the port too:
+    // substitution with {port} kept refuses it (the other names get a value that joins nothing).
+    std::map<std::string, std::string> stand_ins;
+    for (const auto& n : names)
+      if (n != "port")
+        stand_ins[n] = "\x1f";
+    if (!substitute_placeholders({argv[i]}, stand_ins, {"port"}))
       f.error(idx(path, i),
               "\"" + argv[i] +
                   "\" holds a literal {port} (written `{{port}}`), which the launch "
@@ -133,6 +140,8 @@ void check_template(Findings& f, const Sweep& s, const std::vector<std::string>&
         continue;
       }
       if (n == "draft_model") uses_draft = true;
+      if (n == "port")
+        uses_port = true;
       const std::string only = detail::placeholder_restriction(n);
       if (only.empty()) continue;
       if (kind.empty() || only.find(kind) == std::string::npos)
@@ -173,20 +182,15 @@ std::vector<Diagnostic> validate_sweep(const Sweep& s) {
             "use `api: completions` or `api: chat` with an OpenAI-compatible server");
   bool uses_draft = false;
   bool port_used = false;
-  check_template(f, s, s.server.launch, "server.launch", "", uses_draft);
-  for (const auto& a : s.server.launch) {
-    std::vector<std::string> names;
-    std::string problem;
-    if (detail::placeholder_names(a, names, problem))
-      port_used |= std::find(names.begin(), names.end(), "port") != names.end();
-  }
+  check_template(f, s, s.server.launch, "server.launch", "", uses_draft, port_used);
   for (const auto& [kind, argv] : s.server.method_args) {
     if (kind != "autoregressive" && kind != "linear" && kind != "tree") {
       f.error("server.method_args." + kind, "unknown method kind `" + kind + "`",
               "use autoregressive, linear or tree");
       continue;
     }
-    check_template(f, s, argv, "server.method_args." + kind, kind, uses_draft);
+    bool port_in_method_args = false; // only the shared template's {port} reaches every cell
+    check_template(f, s, argv, "server.method_args." + kind, kind, uses_draft, port_in_method_args);
   }
   if (!s.server.launch.empty() && !port_used && s.server.port == 0)
     f.warning("server.launch",
