@@ -162,9 +162,10 @@ TEST(ClientFaults, QuietLiesFailTheRequest) {
       EXPECT_EQ(r[0].error, ErrorKind::server_abort) << r[0].error_message;
       EXPECT_NE(r[0].error_message.find("finish_reason abort"), std::string::npos)
           << r[0].error_message;
-      if (gen)
+      if (gen) {
         EXPECT_NE(r[0].error_message.find("simulated scheduler abort"), std::string::npos)
             << r[0].error_message;
+      }
 
       // No token with finish_reason "length": what SGLang answers when the prompt leaves no
       // room in its context, so it is reported as the context's problem.
