@@ -65,26 +65,37 @@ std::string status_cell(const ReportCell& c) {
   return s;
 }
 
-// Markdown table cells must not contain '|' or newlines.
-std::string md_escape(std::string s) {
-  std::string out;
-  for (char ch : s) {
-    if (ch == '|')
-      out += "\\|";
-    else if (ch == '\n')
-      out += ' ';
-    else
-      out += ch;
-  }
-  return out;
-}
-
-// A list item's text on one line (a server's reason may hold newlines).
+// A list item's text on one line (a server's reason may hold newlines; Markdown ends a line at a
+// lone '\r' too).
 std::string one_line(const std::string& s) {
   std::string out;
   for (char ch : s)
     out += ch == '\n' || ch == '\r' ? ' ' : ch;
   return out;
+}
+
+// A Markdown table cell: on one line, and a '|' does not end the cell.
+std::string md_escape(const std::string& s) {
+  std::string out;
+  for (char ch : one_line(s)) {
+    if (ch == '|')
+      out += '\\';
+    out += ch;
+  }
+  return out;
+}
+
+// A log line as a terminal shows it: progress bars (tqdm, as servers print while loading) redraw
+// with '\r', and Markdown would end the line there, outside the list item's indent, breaking its
+// code fence. Shown: the text after the line's last '\r' that has text after it (the result file
+// keeps the raw line).
+std::string terminal_view(const std::string& line) {
+  size_t end = line.size();
+  while (end > 0 && line[end - 1] == '\r')
+    --end;
+  const size_t cr = line.rfind('\r', end == 0 ? 0 : end - 1);
+  const size_t from = cr == std::string::npos || end == 0 ? 0 : cr + 1;
+  return line.substr(from, end - from);
 }
 
 // A code fence longer than any run of backticks in `lines`, so a log line cannot close it.
@@ -214,7 +225,7 @@ std::string report_markdown(const Report& r) {
           std::vector<std::string> lines;
           std::istringstream in(c.log_tail);
           for (std::string l; std::getline(in, l);)
-            lines.push_back(l);
+            lines.push_back(terminal_view(l));
           const size_t from = lines.size() > 6 ? lines.size() - 6 : 0;
           const std::string fence = fence_for(lines, from);
           o << "  - log tail:\n\n    " << fence << "\n";

@@ -358,6 +358,40 @@ TEST(Report, FailedCellsShowNoFiguresAndTheirReasonsStayInTheirListItem) {
   EXPECT_EQ(csv.substr(csv_row, csv.find('\n', csv_row) - csv_row).find(",3,"), std::string::npos);
 }
 
+TEST(Report, AServerSideReasonStaysOnItsLineWhateverItHolds) {
+  // Markdown ends a line at '\n' and at a lone '\r'; the reason may carry both, and a '|'.
+  auto rep = build_report(sample(), nullptr);
+  ReportCell* linear = nullptr;
+  for (auto& p : rep.phases)
+    for (auto& c : p.cells)
+      if (c.cell_id == "tp1-linear-k16")
+        linear = &c;
+  ASSERT_TRUE(linear);
+  linear->server_side_absent_reason = "/metrics: a | b\r\nc\rd";
+  const auto md = report_markdown(rep);
+  const size_t at = md.find("† not available for tp1-linear-k16: ");
+  ASSERT_NE(at, std::string::npos) << md;
+  EXPECT_EQ(md.substr(at, md.find('\n', at) - at),
+            "† not available for tp1-linear-k16: /metrics: a \\| b  c d");
+}
+
+TEST(Report, ALogTailWithProgressBarsKeepsItsFenceInTheListItem) {
+  // Servers log tqdm progress bars, which redraw with '\r'; Markdown ends a line there, outside
+  // the list item's indent, and the fence would break. Each line is shown as a terminal shows it.
+  auto results = sample();
+  results[4].failure->log_tail =
+      "Loading shards:   0%|  | 0/4\rLoading shards:  50%|# | 2/4\rLoading shards: 100%|##| 4/4\r\n"
+      "\r\r\n"
+      "RuntimeError: CUDA error: unknown error";
+  const auto md = report_markdown(build_report(results, nullptr));
+  EXPECT_EQ(md.find('\r'), std::string::npos);
+  EXPECT_NE(md.find("    ```\n    Loading shards: 100%|##| 4/4\n    \n"
+                    "    RuntimeError: CUDA error: unknown error\n    ```\n"),
+            std::string::npos)
+      << md;
+  EXPECT_EQ(md.find("Loading shards:  50%"), std::string::npos) << md;
+}
+
 TEST(Report, SvgStaysXmlAndDrawsOnlyCellsThatFailedAsFailed) {
   auto results = sample();
   results[4].failure->reason = "\x1b[31mERROR\x1b[0m illegal memory access"; // a colourised log
