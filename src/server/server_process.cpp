@@ -5,6 +5,7 @@
 #include "specbench/detail/utf8.hpp"
 
 #include "client/simple_http.hpp"
+#include "core/json_text.hpp"
 #include "server/registry.hpp"
 
 #include <arpa/inet.h>
@@ -171,16 +172,22 @@ ExitInfo exit_from_status(int st) {
   return e;
 }
 
+// Built as JSON, not pasted into a string: a model name may hold a quote or a backslash.
 std::string generation_probe_body(ApiKind api, const std::string& model) {
+  using nlohmann::json;
   switch (api) {
   case ApiKind::generate:
     // What SGLang's own /health_generate sends.
     return R"({"input_ids":[0],"sampling_params":{"max_new_tokens":1,"temperature":0}})";
   case ApiKind::completions:
-    return R"({"model":")" + model + R"(","prompt":"Hello","max_tokens":1,"temperature":0})";
+    return detail::json_text(
+        json{{"model", model}, {"prompt", "Hello"}, {"max_tokens", 1}, {"temperature", 0}});
   case ApiKind::chat:
-    return R"({"model":")" + model +
-           R"(","messages":[{"role":"user","content":"Hello"}],"max_tokens":1,"temperature":0})";
+    return detail::json_text(
+        json{{"model", model},
+             {"messages", json::array({json{{"role", "user"}, {"content", "Hello"}}})},
+             {"max_tokens", 1},
+             {"temperature", 0}});
   }
   return "{}";
 }

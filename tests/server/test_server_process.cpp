@@ -223,6 +223,20 @@ TEST(Readiness, HealthyButGenerationFailsIsProbeFailed) {
   EXPECT_NE(r.last_probe_error.find("400"), std::string::npos);
 }
 
+TEST(Readiness, AModelNameWithAQuoteOrABackslashStillMakesAValidProbe) {
+  // The OpenAI probes carry the model name; pasted into the body unescaped, it made invalid JSON,
+  // every probe got HTTP 400, and the cell waited out the whole readiness timeout.
+  ServerProcess p;
+  ASSERT_TRUE(p.start(sim_launch("probe-name")).is_ok());
+  for (const ApiKind api : {ApiKind::completions, ApiKind::chat}) {
+    ReadinessOptions ro = quick_ready();
+    ro.api = api;
+    ro.model = R"(org/Llama "chat" \ v2)";
+    const Readiness r = p.wait_ready(ro);
+    EXPECT_TRUE(r.ok()) << r.reason << " " << r.last_probe_error;
+  }
+}
+
 TEST(Readiness, PortInUseIsFatal) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
