@@ -1,6 +1,7 @@
 // Renders a report as Markdown, CSV and JSON, and writes the report files.
 #include "core/json_text.hpp"
 #include "results/json_detail.hpp"
+#include "specbench/detail/display_text.hpp"
 #include "specbench/report.hpp"
 
 #include <fmt/format.h>
@@ -65,16 +66,21 @@ std::string status_cell(const ReportCell& c) {
   return s;
 }
 
-// A list item's text on one line (a server's reason may hold newlines; Markdown ends a line at a
-// lone '\r' too).
+// Outside text (a server's reason, a log line) on one line of Markdown: display_line, and '<'
+// written as an entity, so that "<module>" or an HTML error page does not render as markup.
+// Bounded: a fatal log line may be megabytes long (the result file keeps it whole).
 std::string one_line(const std::string& s) {
   std::string out;
-  for (char ch : s)
-    out += ch == '\n' || ch == '\r' ? ' ' : ch;
+  for (char ch : detail::display_line(s, 2000)) {
+    if (ch == '<')
+      out += "&lt;";
+    else
+      out += ch;
+  }
   return out;
 }
 
-// A Markdown table cell: on one line, and a '|' does not end the cell.
+// A Markdown table cell: one_line, and a '|' does not end the cell.
 std::string md_escape(const std::string& s) {
   std::string out;
   for (char ch : one_line(s)) {
@@ -83,19 +89,6 @@ std::string md_escape(const std::string& s) {
     out += ch;
   }
   return out;
-}
-
-// A log line as a terminal shows it: progress bars (tqdm, as servers print while loading) redraw
-// with '\r', and Markdown would end the line there, outside the list item's indent, breaking its
-// code fence. Shown: the text after the line's last '\r' that has text after it (the result file
-// keeps the raw line).
-std::string terminal_view(const std::string& line) {
-  size_t end = line.size();
-  while (end > 0 && line[end - 1] == '\r')
-    --end;
-  const size_t cr = line.rfind('\r', end == 0 ? 0 : end - 1);
-  const size_t from = cr == std::string::npos || end == 0 ? 0 : cr + 1;
-  return line.substr(from, end - from);
 }
 
 // A code fence longer than any run of backticks in `lines`, so a log line cannot close it.
@@ -117,10 +110,16 @@ std::string join_ints(const std::vector<int>& v) {
 }
 
 std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos)
-    return s;
+  // Control characters but line breaks and tabs are dropped (a NUL from a crash log would end
+  // the row for many readers); a field with a separator, quote or line break is quoted.
+  std::string clean;
+  for (char ch : s)
+    if (static_cast<unsigned char>(ch) >= 0x20 || ch == '\t' || ch == '\n' || ch == '\r')
+      clean += ch;
+  if (clean.find_first_of(",\"\n\r") == std::string::npos)
+    return clean;
   std::string out = "\"";
-  for (char ch : s) {
+  for (char ch : clean) {
     if (ch == '"')
       out += '"';
     out += ch;
@@ -225,7 +224,7 @@ std::string report_markdown(const Report& r) {
           std::vector<std::string> lines;
           std::istringstream in(c.log_tail);
           for (std::string l; std::getline(in, l);)
-            lines.push_back(terminal_view(l));
+            lines.push_back(detail::terminal_view(l)); // progress bars, colours
           const size_t from = lines.size() > 6 ? lines.size() - 6 : 0;
           const std::string fence = fence_for(lines, from);
           o << "  - log tail:\n\n    " << fence << "\n";

@@ -21,7 +21,16 @@ const char* const kDashes[] = {"", "6,4", "2,3", "10,3,2,3"};
 
 std::string esc(const std::string& s) {
   std::string o;
-  for (char c : s) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    // U+FFFE and U+FFFF (EF BF BE, EF BF BF) are UTF-8 but not XML 1.0 characters: one in a
+    // server's error text made the whole plot unreadable. They become U+FFFD.
+    if (c == '\xEF' && i + 2 < s.size() && s[i + 1] == '\xBF' &&
+        (s[i + 2] == '\xBE' || s[i + 2] == '\xBF')) {
+      o += "\xEF\xBF\xBD";
+      i += 2;
+      continue;
+    }
     switch (c) {
     case '&':
       o += "&amp;";

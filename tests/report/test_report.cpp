@@ -392,13 +392,35 @@ TEST(Report, ALogTailWithProgressBarsKeepsItsFenceInTheListItem) {
   EXPECT_EQ(md.find("Loading shards:  50%"), std::string::npos) << md;
 }
 
+TEST(Report, ServerTextCannotActAsMarkupOrTerminalControlInTheReport) {
+  auto results = sample();
+  results[4].failure->reason =
+      std::string("server died: File \"x.py\", in <module>\x1b[0m: bad\0byte", 51);
+  results[4].failure->log_tail = "\x1b[1;31mRuntimeError\x1b[0m: CUDA error";
+  const auto rep = build_report(results, nullptr);
+  const auto md = report_markdown(rep);
+  EXPECT_NE(md.find("server died: File \"x.py\", in &lt;module>: badbyte"), std::string::npos)
+      << md;
+  EXPECT_NE(md.find("    RuntimeError: CUDA error\n"), std::string::npos) << md;
+  EXPECT_EQ(md.find('\x1b'), std::string::npos);
+  EXPECT_EQ(md.find('\0'), std::string::npos);
+  const auto csv = report_csv(rep);
+  EXPECT_EQ(csv.find('\0'), std::string::npos);
+  EXPECT_NE(csv.find("in <module>"), std::string::npos); // CSV keeps the text as it is
+}
+
 TEST(Report, SvgStaysXmlAndDrawsOnlyCellsThatFailedAsFailed) {
   auto results = sample();
-  results[4].failure->reason = "\x1b[31mERROR\x1b[0m illegal memory access"; // a colourised log
+  // A colourised log line, and U+FFFE and U+FFFF: UTF-8, but not characters XML 1.0 allows.
+  results[4].failure->reason =
+      "\x1b[31mERROR\x1b[0m illegal memory access \xEF\xBF\xBE \xEF\xBF\xBF";
   const auto rep = build_report(results, nullptr);
   const auto svg = report_svg(rep, PlotKind::speedup);
   for (char ch : svg)
     EXPECT_FALSE(static_cast<unsigned char>(ch) < 0x20 && ch != '\n' && ch != '\t' && ch != '\r');
+  EXPECT_EQ(svg.find("\xEF\xBF\xBE"), std::string::npos);
+  EXPECT_EQ(svg.find("\xEF\xBF\xBF"), std::string::npos);
+  EXPECT_NE(svg.find("illegal memory access \xEF\xBF\xBD \xEF\xBF\xBD"), std::string::npos);
   EXPECT_NE(svg.find("b8 failed"), std::string::npos);
 
   // No baseline: the completed cells have no speedup, and are not drawn as failures.
