@@ -26,12 +26,10 @@ int run_report(const ReportArgs& a) {
     std::fprintf(stderr, "specbench report: %s\n", rep.status().to_string().c_str());
     return exit_could_not_run;
   }
-  if (a.format == "md")
-    std::fputs(report_markdown(*rep).c_str(), stdout);
-  else if (a.format == "csv")
-    std::fputs(report_csv(*rep).c_str(), stdout);
-  else
-    std::fputs(report_json(*rep).c_str(), stdout);
+  const std::string text = a.format == "md"    ? report_markdown(*rep)
+                           : a.format == "csv" ? report_csv(*rep)
+                                               : report_json(*rep);
+  std::fwrite(text.data(), 1, text.size(), stdout); // all of it, whatever bytes it holds
   std::fflush(stdout);
   if (!a.no_write) {
     const std::filesystem::path out =

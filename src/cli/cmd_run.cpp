@@ -4,6 +4,7 @@
 #include "cli/print_diagnostics.hpp"
 
 #include "specbench/config.hpp"
+#include "specbench/detail/display_text.hpp"
 #include "specbench/matrix.hpp"
 #include "specbench/report.hpp"
 #include "specbench/runner.hpp"
@@ -140,9 +141,11 @@ private:
       status_shown_ = false;
     }
   }
+  // One line per event: a reason may carry a server's text (a progress bar's '\r' would
+  // overwrite the cell id, an ESC sequence recolour the terminal, a NUL cut the line short).
   void line(const std::string& text) {
     clear_status();
-    std::fprintf(stderr, "%s\n", text.c_str());
+    std::fprintf(stderr, "%s\n", detail::display_line(text, 1000).c_str());
     redraw();
   }
   void status_line(const RunnerEvent& e, const std::string& detail) {
@@ -224,7 +227,8 @@ int run_run(const RunArgs& a) {
     auto rep = load_report(outcome->results_dir);
     if (rep) {
       if (!a.no_report) {
-        std::fputs(report_markdown(*rep).c_str(), stdout);
+        const std::string md = report_markdown(*rep);
+        std::fwrite(md.data(), 1, md.size(), stdout); // all of it, whatever bytes it holds
         std::fflush(stdout);
       }
       auto files = write_report_files(*rep, outcome->results_dir / "report");

@@ -934,7 +934,10 @@ Status SimServer::start() {
   switch (o.fault.kind) {
   case SimFault::fail_start: {
     const std::string m = "RuntimeError: Failed to get device capability: CUDA unknown error";
-    s.log_line(m);
+    // As a tensor-parallel server's log has it: a worker's colourised error lands in the middle
+    // of a progress bar that redraws with '\r'.
+    s.log_line("Loading safetensors checkpoint shards:  50% Completed | 2/4\r\x1b[1;31m" + m +
+               "\x1b[0m");
     return Status(StatusCode::cuda_error, m, "simulated by --fault fail-start", "sim-server");
   }
   case SimFault::oom_start: {

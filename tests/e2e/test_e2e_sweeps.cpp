@@ -160,6 +160,14 @@ TEST(E2E, FaultsMidSweepEndInTheRightRecordsWhileOtherCellsComplete) {
   EXPECT_EQ(rs.at("tp1-ddtree-b16").status, CellStatus::failed);
   EXPECT_EQ(stage("tp1-ddtree-b16"), "launch");
   EXPECT_NE(rs.at("tp1-ddtree-b16").failure->log_tail.find("device capability"), std::string::npos);
+  // Its fatal line came after a progress bar's '\r', in colour: the terminal line that reports the
+  // cell is still one plain line that names it (a '\r' would have overwritten the cell id).
+  const size_t at = err.find("tp1-ddtree-b16: failed -- ");
+  ASSERT_NE(at, std::string::npos) << err;
+  const std::string cell_line = err.substr(at, err.find('\n', at) - at);
+  EXPECT_EQ(cell_line.find_first_of("\r\x1b"), std::string::npos) << cell_line;
+  EXPECT_NE(cell_line.find("2/4 RuntimeError: Failed to get device capability"), std::string::npos)
+      << cell_line;
   // Hang from the start: never ready.
   EXPECT_EQ(rs.at("tp1-ddtree-b8").status, CellStatus::failed);
   EXPECT_EQ(stage("tp1-ddtree-b8"), "readiness");
