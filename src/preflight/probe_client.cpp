@@ -1,5 +1,6 @@
 // Parent side of the GPU probe: fork/exec the probe with argv (never a shell), read its JSON
 // lines over a pipe with poll(), and kill its process group when a step runs past its limit.
+#include "core/json_text.hpp"
 #include "preflight/probe.hpp"
 
 #include <cerrno>
@@ -68,7 +69,8 @@ ProbeOutcome run_probe_child(const nlohmann::json& request, const PreflightPlan&
     out.start_error = "probe executable " + exe + " does not exist or is not executable";
     return out;
   }
-  const std::string req = request.dump();
+  // A library path need not be UTF-8: a plain dump would throw and lose the whole preflight.
+  const std::string req = detail::json_text(request);
 
   // Environment of the child: ours, with the plan's overrides.
   std::vector<std::string> env_store;

@@ -2,6 +2,7 @@
 // MiniHttpServer, a batching scheduler thread that runs SimDecoder steps and sleeps the simulated
 // cost of each batched forward pass, and the fault modes the tests use.
 #include "specbench/sim_server.hpp"
+#include "core/json_text.hpp"
 #include "sim/mini_http.hpp"
 
 #include <nlohmann/json.hpp>
@@ -260,7 +261,7 @@ struct SimServer::Impl {
   std::string extra_headers() const { return kSyntheticHeader; }
 
   bool send_json(sim::HttpConnection& c, int status, const json& body, bool keep = true) {
-    return c.send(status, "application/json", body.dump(), extra_headers(), keep);
+    return c.send(status, "application/json", detail::json_text(body), extra_headers(), keep);
   }
 
   bool send_error(sim::HttpConnection& c, int status, const std::string& message,

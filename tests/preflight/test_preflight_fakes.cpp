@@ -336,6 +336,20 @@ TEST(PreflightFakes, DeviceVanishesBetweenLayers) {
   EXPECT_EQ(exit_code(r), 1);
 }
 
+TEST(PreflightFakes, ALibraryPathThatIsNotUtf8DoesNotLoseThePreflight) {
+  // A directory name is bytes, not text: the request to the probe child is JSON, whose plain dump
+  // threw on such a name, and the whole preflight ended in an internal error.
+  FakeMachine m("path-bytes");
+  m.healthy(1);
+  PreflightPlan plan = m.plan(1);
+  plan.library_path.insert(plan.library_path.begin(), (m.root / "lib\xff\xfe").string());
+  PreflightReport r;
+  ASSERT_NO_THROW(r = run_preflight(plan));
+  ASSERT_FALSE(r.could_not_run()) << r.run_error.to_string();
+  EXPECT_EQ(check(r, "cuda.init").status, CheckStatus::pass) << check(r, "cuda.init").summary;
+  EXPECT_EQ(check(r, "compute.gpu0.memcpy").status, CheckStatus::pass);
+}
+
 TEST(PreflightFakes, HealthyTp2RunsEveryLayerAndVerifiesResults) {
   FakeMachine m("healthy");
   m.healthy(2);
