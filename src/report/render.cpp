@@ -66,14 +66,16 @@ std::string status_cell(const ReportCell& c) {
   return s;
 }
 
-// Outside text (a server's reason, a log line) on one line of Markdown: display_line, and '<'
-// written as an entity, so that "<module>" or an HTML error page does not render as markup.
-// Bounded: a fatal log line may be megabytes long (the result file keeps it whole).
+// Outside text (a server's reason, a log line) on one line of Markdown: display_line, with '<'
+// and '&' written as entities, so that "<module>" or an HTML error page does not render as
+// markup. Bounded: a fatal log line may be megabytes long (the result file keeps it whole).
 std::string one_line(const std::string& s) {
   std::string out;
   for (char ch : detail::display_line(s, 2000)) {
     if (ch == '<')
       out += "&lt;";
+    else if (ch == '&')
+      out += "&amp;";
     else
       out += ch;
   }

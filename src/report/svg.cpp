@@ -1,5 +1,6 @@
 // SVG plots of speedup and acceptance length against tree budget, drawn by hand (no plotting
 // library): one line per phase (and workload), linear and autoregressive cells marked.
+#include "specbench/detail/display_text.hpp"
 #include "specbench/report.hpp"
 
 #include <fmt/format.h>
@@ -312,7 +313,8 @@ std::string report_svg(const Report& report, PlotKind kind) {
       o << fmt::format(
                R"~(<path d="M{0:.1f},{1:.1f}l10,10M{0:.1f},{2:.1f}l10,-10" transform="translate(-5,-5)" stroke="#c00" stroke-width="2.5"><title>{3}: {4}</title></path>)~",
                cx, cy, cy + 10, esc(c->cell_id),
-               esc(std::string(to_string(c->status)) + (c->reason.empty() ? "" : ": " + c->reason)))
+               esc(std::string(to_string(c->status)) +
+                   (c->reason.empty() ? "" : ": " + detail::display_line(c->reason, 300))))
         << "\n";
       const std::string tag = c->method.kind == MethodKind::tree
                                   ? "b" + std::to_string(c->method.budget)

@@ -395,11 +395,12 @@ TEST(Report, ALogTailWithProgressBarsKeepsItsFenceInTheListItem) {
 TEST(Report, ServerTextCannotActAsMarkupOrTerminalControlInTheReport) {
   auto results = sample();
   results[4].failure->reason =
-      std::string("server died: File \"x.py\", in <module>\x1b[0m: bad\0byte", 51);
+      std::string("server died: File \"x.py\", in <module>\x1b[0m: bad\0byte", 51) + " & &lt;";
   results[4].failure->log_tail = "\x1b[1;31mRuntimeError\x1b[0m: CUDA error";
   const auto rep = build_report(results, nullptr);
   const auto md = report_markdown(rep);
-  EXPECT_NE(md.find("server died: File \"x.py\", in &lt;module>: badbyte"), std::string::npos)
+  EXPECT_NE(md.find("server died: File \"x.py\", in &lt;module>: badbyte &amp; &amp;lt;"),
+            std::string::npos)
       << md;
   EXPECT_NE(md.find("    RuntimeError: CUDA error\n"), std::string::npos) << md;
   EXPECT_EQ(md.find('\x1b'), std::string::npos);

@@ -12,14 +12,16 @@
 
 namespace specbench::detail {
 
-/// `text` as one plain line: '\n' and '\r' and tabs become spaces, ANSI escape sequences (CSI,
-/// OSC and two-byte ones) are removed, and so is every other control character; the result is
-/// well-formed UTF-8. Longer than `max_bytes`: cut at a character boundary and "…" appended.
+/// `text` as one plain line: '\n' and '\r' and tabs become spaces, escape sequences (CSI, OSC,
+/// ESC with intermediates) are removed, and so is every other control character (C0, DEL, C1);
+/// bytes that are not UTF-8 become U+FFFD. Longer than `max_bytes`: the first third and the end
+/// are kept, cut at character boundaries, with "…" between them, `max_bytes` in all; the end is
+/// where a fatal log line's error usually stands, after a progress bar.
 std::string display_line(std::string_view text, std::size_t max_bytes = std::string_view::npos);
 
 /// One line of a log as a terminal shows it: a progress bar (tqdm, as servers print while
-/// loading) redraws with '\r', so only the text after the last '\r' that has text after it is
-/// kept; then display_line.
+/// loading) redraws with '\r', so only the last redraw that shows anything is kept (one that
+/// only clears the line shows nothing); then display_line.
 std::string terminal_view(std::string_view line);
 
 } // namespace specbench::detail
