@@ -5,6 +5,7 @@
 #include "preflight/probe.hpp"
 #include "specbench/build_info.hpp"
 #include "specbench/cuda_errors.hpp"
+#include "specbench/detail/utf8.hpp"
 
 #include <algorithm>
 #include <ctime>
@@ -645,6 +646,21 @@ Status validate_plan(const PreflightPlan& plan) {
     return {StatusCode::invalid_argument,
             std::to_string(plan.gpus.size()) + " GPU(s) listed for tp " + std::to_string(plan.tp),
             "list exactly tp GPUs, or leave the list empty to use the first tp", "preflight plan"};
+  // The GPU probe child gets these in a JSON request, which carries text, not bytes: a
+  // directory whose name is not UTF-8 would reach it as another name.
+  const auto not_text = [](const std::string& p) {
+    return detail::first_invalid_utf8(p) != std::string_view::npos;
+  };
+  for (const auto& dir : plan.library_path)
+    if (not_text(dir))
+      return {StatusCode::invalid_argument,
+              "library path entry '" + detail::to_valid_utf8(dir) + "' is not UTF-8 text",
+              "name the directory in UTF-8, or link to it from a path that is", "preflight plan"};
+  for (const auto& [name, file] : plan.libraries)
+    if (not_text(file))
+      return {StatusCode::invalid_argument,
+              "library file '" + detail::to_valid_utf8(file) + "' (" + name + ") is not UTF-8 text",
+              "name the file in UTF-8, or link to it from a path that is", "preflight plan"};
   if (plan.allocation_bytes < (1u << 20))
     return {StatusCode::invalid_argument, "allocation size below 1 MiB",
             "use at least 1 MiB for the compute test", "preflight plan"};

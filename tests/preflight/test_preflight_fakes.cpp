@@ -336,18 +336,24 @@ TEST(PreflightFakes, DeviceVanishesBetweenLayers) {
   EXPECT_EQ(exit_code(r), 1);
 }
 
-TEST(PreflightFakes, ALibraryPathThatIsNotUtf8DoesNotLoseThePreflight) {
-  // A directory name is bytes, not text: the request to the probe child is JSON, whose plain dump
-  // threw on such a name, and the whole preflight ended in an internal error.
+TEST(PreflightFakes, ALibraryPathThatIsNotUtf8IsRefusedByNameNotLost) {
+  // A directory name is bytes, the request to the probe child is JSON text: the plain dump threw
+  // (the whole preflight ended in an internal error), and a repaired name would be another
+  // directory. The plan is refused, naming the entry and what to do.
   FakeMachine m("path-bytes");
   m.healthy(1);
   PreflightPlan plan = m.plan(1);
   plan.library_path.insert(plan.library_path.begin(), (m.root / "lib\xff\xfe").string());
   PreflightReport r;
   ASSERT_NO_THROW(r = run_preflight(plan));
-  ASSERT_FALSE(r.could_not_run()) << r.run_error.to_string();
-  EXPECT_EQ(check(r, "cuda.init").status, CheckStatus::pass) << check(r, "cuda.init").summary;
-  EXPECT_EQ(check(r, "compute.gpu0.memcpy").status, CheckStatus::pass);
+  ASSERT_TRUE(r.could_not_run());
+  EXPECT_THAT(r.run_error.message(), HasSubstr("is not UTF-8 text"));
+  EXPECT_THAT(r.run_error.message(), HasSubstr("lib\xEF\xBF\xBD\xEF\xBF\xBD"));
+  EXPECT_THAT(r.run_error.remedy(), HasSubstr("link to it"));
+  EXPECT_NO_THROW((void)r.to_json()); // the report is still written
+  plan.library_path.erase(plan.library_path.begin());
+  plan.libraries = {{"cuda", (m.root / "libcuda\xff.so").string()}};
+  EXPECT_THAT(run_preflight(plan).run_error.message(), HasSubstr("(cuda) is not UTF-8 text"));
 }
 
 TEST(PreflightFakes, HealthyTp2RunsEveryLayerAndVerifiesResults) {
