@@ -69,7 +69,8 @@ ProbeOutcome run_probe_child(const nlohmann::json& request, const PreflightPlan&
     out.start_error = "probe executable " + exe + " does not exist or is not executable";
     return out;
   }
-  // A library path need not be UTF-8: a plain dump would throw and lose the whole preflight.
+  // Bytes that are not UTF-8 never throw here (a plain dump would, and lose the whole preflight);
+  // validate_plan already refuses library names that are not UTF-8, which this would change.
   const std::string req = detail::json_text(request);
 
   // Environment of the child: ours, with the plan's overrides.
