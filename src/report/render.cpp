@@ -111,6 +111,8 @@ std::string join_ints(const std::vector<int>& v) {
   return s;
 }
 
+// The free-text columns (a reason, why server-side figures are absent) come through display_line
+// first: one row per line, and no colour codes or control bytes from a server's log.
 std::string csv_field(const std::string& s) {
   // Control characters but line breaks and tabs are dropped (a NUL from a crash log would end
   // the row for many readers); a field with a separator, quote or line break is quoted.
@@ -287,8 +289,9 @@ std::string report_csv(const Report& r) {
       o << csv_field(p.id) << ',' << c.tp << ',' << csv_field(c.cell_id) << ','
         << csv_field(c.method.id()) << ',' << c.method.kind_name() << ',' << c.method.block << ','
         << c.method.budget << ',' << csv_field(c.workload) << ',' << to_string(c.status) << ','
-        << csv_field(c.stage) << ',' << csv_field(c.reason) << ',' << c.runs << ',' << c.requests
-        << ',' << c.failed_requests << ',' << (ok ? num(c.output_tokens_per_s.mean) : "") << ','
+        << csv_field(c.stage) << ',' << csv_field(detail::display_line(c.reason)) << ',' << c.runs
+        << ',' << c.requests << ',' << c.failed_requests << ','
+        << (ok ? num(c.output_tokens_per_s.mean) : "") << ','
         << (ok ? num(c.output_tokens_per_s.stddev) : "") << ',' << opt_num(c.speedup) << ','
         << (c.speedup ? num(c.speedup_stddev) : "") << ',' << (c.speedup ? num(c.speedup_min) : "")
         << ',' << (c.speedup ? num(c.speedup_max) : "") << ',' << opt_num(c.tpot_speedup) << ','
@@ -296,12 +299,12 @@ std::string report_csv(const Report& r) {
         << (ok ? opt_num(c.server_acceptance_length) : "") << ','
         << csv_field(c.server_acceptance_source) << ','
         << (ok ? opt_num(c.sglang_avg_spec_accept_length) : "") << ','
-        << csv_field(c.server_side_absent_reason) << ',' << ms(c.ttft_s, c.ttft_s.p50) << ','
-        << ms(c.ttft_s, c.ttft_s.p90) << ',' << ms(c.ttft_s, c.ttft_s.p99) << ','
-        << ms(c.tpot_s, c.tpot_s.p50) << ',' << ms(c.tpot_s, c.tpot_s.p90) << ','
-        << ms(c.tpot_s, c.tpot_s.p99) << ',' << ms(c.itl_s, c.itl_s.p50) << ','
-        << ms(c.itl_s, c.itl_s.p90) << ',' << ms(c.itl_s, c.itl_s.p99) << ','
-        << csv_field(c.baseline_cell) << "\n";
+        << csv_field(detail::display_line(c.server_side_absent_reason)) << ','
+        << ms(c.ttft_s, c.ttft_s.p50) << ',' << ms(c.ttft_s, c.ttft_s.p90) << ','
+        << ms(c.ttft_s, c.ttft_s.p99) << ',' << ms(c.tpot_s, c.tpot_s.p50) << ','
+        << ms(c.tpot_s, c.tpot_s.p90) << ',' << ms(c.tpot_s, c.tpot_s.p99) << ','
+        << ms(c.itl_s, c.itl_s.p50) << ',' << ms(c.itl_s, c.itl_s.p90) << ','
+        << ms(c.itl_s, c.itl_s.p99) << ',' << csv_field(c.baseline_cell) << "\n";
     }
   return o.str();
 }

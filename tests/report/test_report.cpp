@@ -405,9 +405,14 @@ TEST(Report, ServerTextCannotActAsMarkupOrTerminalControlInTheReport) {
   EXPECT_NE(md.find("    RuntimeError: CUDA error\n"), std::string::npos) << md;
   EXPECT_EQ(md.find('\x1b'), std::string::npos);
   EXPECT_EQ(md.find('\0'), std::string::npos);
-  const auto csv = report_csv(rep);
+  // CSV: the same text, unescaped for Markdown, on the cell's one row, without colour codes.
+  auto rows = results;
+  rows[4].failure->reason += "\n\x1b[31mnext line\x1b[0m";
+  const auto csv = report_csv(build_report(rows, nullptr));
   EXPECT_EQ(csv.find('\0'), std::string::npos);
-  EXPECT_NE(csv.find("in <module>"), std::string::npos); // CSV keeps the text as it is
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + 7) << csv; // a header and 7 cells
+  EXPECT_NE(csv.find("in <module>: badbyte & &lt; next line\","), std::string::npos) << csv;
+  EXPECT_EQ(csv.find("[31m"), std::string::npos) << csv;
 }
 
 TEST(Report, SvgStaysXmlAndDrawsOnlyCellsThatFailedAsFailed) {
