@@ -111,8 +111,8 @@ std::string join_ints(const std::vector<int>& v) {
   return s;
 }
 
-// The free-text columns (a reason, why server-side figures are absent) come through display_line
-// first: one row per line, and no colour codes or control bytes from a server's log.
+// One CSV field. report_csv passes the free-text columns (a reason, why server-side figures are
+// absent) through display_line first: one row per line, no colour codes from a server's log.
 std::string csv_field(const std::string& s) {
   // Control characters but line breaks and tabs are dropped (a NUL from a crash log would end
   // the row for many readers); a field with a separator, quote or line break is quoted.
