@@ -93,15 +93,36 @@ std::string md_escape(const std::string& s) {
   return out;
 }
 
+size_t longest_backtick_run(const std::string& s) {
+  size_t longest = 0;
+  for (size_t run = 0, k = 0; k < s.size(); ++k) {
+    run = s[k] == '`' ? run + 1 : 0;
+    longest = std::max(longest, run);
+  }
+  return longest;
+}
+
 // A code fence longer than any run of backticks in `lines`, so a log line cannot close it.
 std::string fence_for(const std::vector<std::string>& lines, size_t from) {
   size_t longest = 0;
   for (size_t i = from; i < lines.size(); ++i)
-    for (size_t run = 0, k = 0; k < lines[i].size(); ++k) {
-      run = lines[i][k] == '`' ? run + 1 : 0;
-      longest = std::max(longest, run);
-    }
+    longest = std::max(longest, longest_backtick_run(lines[i]));
   return std::string(std::max<size_t>(3, longest + 1), '`');
+}
+
+// An inline code span that shows `text` (a path the user chose) as it is: its delimiters are
+// longer than any run of backticks inside, and it is padded with a space on each side when it
+// starts or ends with a backtick, or with a space at both ends, since Markdown takes one such
+// space away. Inside a code span '<' and '&' are literal, so no entities.
+std::string code_span(const std::string& text) {
+  const std::string s = detail::display_line(text, 2000);
+  if (s.empty())
+    return "(none)";
+  const std::string tick(longest_backtick_run(s) + 1, '`');
+  const bool all_spaces = s.find_first_not_of(' ') == std::string::npos;
+  const bool pad =
+      s.front() == '`' || s.back() == '`' || (s.front() == ' ' && s.back() == ' ' && !all_spaces);
+  return tick + (pad ? " " + s + " " : s) + tick;
 }
 
 std::string join_ints(const std::vector<int>& v) {
@@ -146,12 +167,12 @@ std::string report_markdown(const Report& r) {
   if (r.synthetic)
     o << "> **Synthetic model.** These results come from a simulated server whose model is "
          "synthetic: speedups are relative to its stated simulated costs, not GPU figures.\n\n";
-  o << "- results: `" << r.results_dir << "`";
+  o << "- results: " << code_span(r.results_dir);
   if (!r.state.empty())
     o << " (sweep " << r.state << ")";
   o << "\n";
   if (!r.sweep_file.empty() || !r.sweep_hash.empty())
-    o << "- sweep: `" << r.sweep_file << "` (hash " << r.sweep_hash << ")\n";
+    o << "- sweep: " << code_span(r.sweep_file) << " (hash " << r.sweep_hash << ")\n";
   if (!r.specbench_version.empty())
     o << "- specbench " << r.specbench_version << " (commit " << r.specbench_commit << ")\n";
   o << "- GPUs: " << (r.gpu_names.empty() ? std::string("unknown") : "");

@@ -415,6 +415,50 @@ TEST(Report, ServerTextCannotActAsMarkupOrTerminalControlInTheReport) {
   EXPECT_EQ(csv.find("[31m"), std::string::npos) << csv;
 }
 
+namespace {
+// The text that the code span starting at `md[at]` shows, read as CommonMark reads one: the
+// opening run of backticks, the content up to the next run of exactly that length, and one space
+// taken off each end when the content both starts and ends with one (and is not all spaces).
+std::string code_span_text(const std::string& md, size_t at) {
+  size_t n = 0;
+  while (at + n < md.size() && md[at + n] == '`')
+    ++n;
+  if (n == 0)
+    return "<no code span>";
+  for (size_t k = at + n; k < md.size() && md[k] != '\n';) {
+    size_t run = 0;
+    while (k + run < md.size() && md[k + run] == '`')
+      ++run;
+    if (run == n) {
+      std::string s = md.substr(at + n, k - at - n);
+      if (s.size() >= 2 && s.front() == ' ' && s.back() == ' ' &&
+          s.find_first_not_of(' ') != std::string::npos)
+        s = s.substr(1, s.size() - 2);
+      return s;
+    }
+    k += run ? run : 1;
+  }
+  return "<unclosed code span>";
+}
+} // namespace
+
+TEST(Report, ResultsAndSweepPathsShowAsTheyAreWhateverBackticksTheyHold) {
+  for (const std::string path :
+       {"/data/plain", "/data/run`s/``x", "`lead", "trail`", " spaced ", "/a<b&c"}) {
+    auto rep = build_report(sample(), nullptr);
+    rep.results_dir = path;
+    rep.sweep_file = path + "/sweep.yaml";
+    rep.sweep_hash = "abc";
+    const auto md = report_markdown(rep);
+    const size_t results = md.find("- results: ");
+    ASSERT_NE(results, std::string::npos) << md;
+    EXPECT_EQ(code_span_text(md, results + 11), path) << md.substr(results, 80);
+    const size_t sweep = md.find("- sweep: ");
+    ASSERT_NE(sweep, std::string::npos) << md;
+    EXPECT_EQ(code_span_text(md, sweep + 9), path + "/sweep.yaml") << md.substr(sweep, 80);
+  }
+}
+
 TEST(Report, SvgStaysXmlAndDrawsOnlyCellsThatFailedAsFailed) {
   auto results = sample();
   // A colourised log line, and U+FFFE and U+FFFF: UTF-8, but not characters XML 1.0 allows.
