@@ -4,7 +4,10 @@
 #include "specbench/report.hpp"
 #include "specbench/results.hpp"
 
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 
@@ -20,7 +23,66 @@ struct ReportArgs {
   bool no_write = false;
 };
 
+namespace fs = std::filesystem;
+
+// Whether `inner` is `outer` or lies below it, once both are made absolute and normal.
+bool within(const fs::path& inner, const fs::path& outer) {
+  std::error_code ec;
+  const fs::path i = fs::weakly_canonical(fs::absolute(inner, ec), ec);
+  const fs::path o = fs::weakly_canonical(fs::absolute(outer, ec), ec);
+  auto [oe, ie] = std::mismatch(o.begin(), o.end(), i.begin(), i.end());
+  return oe == o.end();
+}
+
+// Whether the file at `p` is an SVG drawing (what a plot may replace): its first bytes, after
+// white space and an XML declaration, open an <svg> element.
+bool is_svg_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::string head(512, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<std::size_t>(in.gcount()));
+  std::size_t at = head.find_first_not_of(" \t\r\n");
+  if (at != std::string::npos && head.compare(at, 5, "<?xml") == 0) {
+    const std::size_t end = head.find("?>", at);
+    at = end == std::string::npos ? end : head.find_first_not_of(" \t\r\n", end + 2);
+  }
+  return at != std::string::npos && head.compare(at, 4, "<svg") == 0;
+}
+
+// Where the report would write something that is not its own: a results cell folder (a file
+// there would be read as a cell, or replace one) or, for a plot, an existing file that is not an
+// SVG (a result, a sweep). Empty when every output path is safe.
+std::string unsafe_output(const ReportArgs& a) {
+  const fs::path cells = fs::path(a.dir) / "cells";
+  if (!a.no_write && !a.out.empty() && within(a.out, cells))
+    return "--out " + a.out +
+           " is inside the results' cells folder, where a report file would be "
+           "read as a cell result; choose a folder outside " +
+           cells.string();
+  for (const auto& [flag, path] : {std::pair<std::string, std::string>{"--plot", a.plot},
+                                   {"--plot-acceptance", a.plot_acceptance}}) {
+    if (path.empty())
+      continue;
+    if (within(path, cells))
+      return flag + " " + path + " is inside the results' cells folder; write the plot elsewhere";
+    std::error_code ec;
+    const auto st = fs::status(path, ec);
+    if (fs::is_directory(st))
+      return flag + " " + path + " is a folder; give a file name such as " +
+             (fs::path(path) / "plot.svg").string();
+    if (fs::exists(st) && !is_svg_file(path))
+      return flag + " " + path +
+             " exists and is not an SVG plot; the report will not replace "
+             "it (choose another file name, or remove the file first)";
+  }
+  return {};
+}
+
 int run_report(const ReportArgs& a) {
+  if (const std::string why = unsafe_output(a); !why.empty()) {
+    std::fprintf(stderr, "specbench report: %s\n", why.c_str());
+    return exit_could_not_run;
+  }
   auto rep = load_report(a.dir);
   if (!rep) {
     std::fprintf(stderr, "specbench report: %s\n", rep.status().to_string().c_str());

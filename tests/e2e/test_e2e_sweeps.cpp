@@ -123,6 +123,45 @@ TEST(E2E, DemoSweepRunsEndToEndAndResumeSkipsEverything) {
                           dir / "report");
   EXPECT_EQ(wait_child(report, seconds(20)), 0);
   EXPECT_NE(read_file(dir / "report.out").find("tp2-ddtree-b32"), std::string::npos);
+
+  // A plot or report path never replaces what is not the report's own: a cell result (in the
+  // cells folder, whatever its name) or an existing file that is not an SVG, such as a sweep.
+  const auto cell_file = dir / "results" / "cells" / "tp1-autoregressive.json";
+  const std::string cell_before = read_file(cell_file);
+  const auto sweep_copy = dir / "sweep-copy.yaml";
+  fs::copy_file(specbench::testing::source_dir() / "configs/demo.yaml", sweep_copy);
+  const std::string sweep_before = read_file(sweep_copy);
+  const std::vector<std::pair<std::vector<std::string>, std::string>> refused = {
+      {{"--plot-acceptance", cell_file.string()}, "cells folder"},
+      {{"--plot", (dir / "results" / "cells" / "new.svg").string()}, "cells folder"},
+      {{"--plot", sweep_copy.string()}, "not an SVG plot"},
+      {{"--plot", dir.string()}, "is a folder"},
+      {{"--out", (dir / "results" / "cells").string()}, "cells folder"}};
+  int k = 0;
+  for (const auto& [extra, why] : refused) {
+    std::vector<std::string> args = {"report", (dir / "results").string()};
+    if (extra[0] != "--out")
+      args.push_back("--no-write");
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto log = dir / ("refused" + std::to_string(k++));
+    auto r = spawn_cli(args, log);
+    EXPECT_EQ(wait_child(r, seconds(20)), 2) << extra[1];
+    EXPECT_NE(read_file(fs::path(log.string() + ".err")).find(why), std::string::npos)
+        << read_file(fs::path(log.string() + ".err"));
+  }
+  EXPECT_EQ(read_file(cell_file), cell_before);
+  EXPECT_EQ(read_file(sweep_copy), sweep_before);
+  EXPECT_FALSE(fs::exists(dir / "results" / "cells" / "new.svg"));
+  EXPECT_FALSE(fs::exists(dir / "results" / "cells" / "report.json"));
+  // A plot replaces an earlier plot.
+  for (int i = 0; i < 2; ++i) {
+    auto r = spawn_cli({"report", (dir / "results").string(), "--no-write", "--plot",
+                        (dir / "plots" / "speedup.svg").string()},
+                       dir / ("plot" + std::to_string(i)));
+    EXPECT_EQ(wait_child(r, seconds(20)), 0)
+        << read_file(dir / ("plot" + std::to_string(i) + ".err"));
+  }
+  EXPECT_NE(read_file(dir / "plots" / "speedup.svg").find("<svg"), std::string::npos);
 }
 
 TEST(E2E, FaultsMidSweepEndInTheRightRecordsWhileOtherCellsComplete) {
