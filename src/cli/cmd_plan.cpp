@@ -5,6 +5,7 @@
 #include "core/json_text.hpp"
 #include "specbench/config.hpp"
 #include "specbench/matrix.hpp"
+#include "specbench/runner.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -77,10 +78,14 @@ int run_plan(const std::string& file, bool json) {
     return exit_ok;
   }
   const auto ctx = resolve_context_length(sweep.model);
+  // The name and the results folder as `specbench run` will use them (a sweep without a name
+  // goes to results/sweep), so that the plan says where the results will be.
   std::printf("sweep %s: %zu phases, %zu cells, model %s, backend %s, context %s\n",
-              sweep.name.empty() ? file.c_str() : sweep.name.c_str(), matrix->phases.size(),
+              sweep.name.empty() ? "(no name)" : sweep.name.c_str(), matrix->phases.size(),
               matrix->cell_count(), sweep.model.path.c_str(), to_string(sweep.server.backend),
               ctx ? (std::to_string(ctx->tokens) + " (" + ctx->source + ")").c_str() : "unknown");
+  std::printf("results in %s (unless run --results says otherwise)\n",
+              default_results_dir(sweep).string().c_str());
   for (const auto& p : matrix->phases) {
     std::string gpus;
     for (int g : p.gpus) gpus += (gpus.empty() ? "" : ",") + std::to_string(g);

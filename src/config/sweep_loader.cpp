@@ -311,6 +311,11 @@ void read_runner(YamlReader& r, const YAML::Node& n, const std::filesystem::path
            [&](auto v) { rs.gpu_memory_tolerance_mib = v; });
   if (n["results_dir"])
     set_if(r.read_string(n["results_dir"], p + ".results_dir"), [&](auto v) {
+      if (v.empty()) { // "" would put the results next to the sweep file
+        r.error(n["results_dir"], p + ".results_dir", "`" + p + ".results_dir` is empty",
+                "name a folder, or remove the key to use results/NAME");
+        return;
+      }
       std::filesystem::path d(v);
       rs.results_dir = (d.is_absolute() || base.empty() ? d : base / d).lexically_normal();
     });

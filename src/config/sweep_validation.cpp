@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <map>
 #include <set>
@@ -156,6 +157,16 @@ void check_template(Findings& f, const Sweep& s, const std::vector<std::string>&
   (void)s;
 }
 
+// A host the client can connect to: a name of letters, digits, '-' and '.', or an IPv4 or IPv6
+// literal (hex digits, ':' and '.'), at most 253 characters.
+bool host_name_ok(const std::string& h) {
+  if (h.empty() || h.size() > 253 || h.front() == '-' || h.front() == '.')
+    return false;
+  return std::all_of(h.begin(), h.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == ':';
+  });
+}
+
 } // namespace
 
 std::vector<Diagnostic> validate_sweep(const Sweep& s) {
@@ -177,6 +188,14 @@ std::vector<Diagnostic> validate_sweep(const Sweep& s) {
     f.error("server.launch", "`server.launch` (the argv template) is missing or empty",
             "e.g. [python3, -m, sglang.launch_server, --model-path, \"{model}\", --port, "
             "\"{port}\", --tp-size, \"{tp}\"]");
+  else if (s.server.launch[0].find_first_not_of(" \t") == std::string::npos)
+    f.error("server.launch[0]", "the program to start, `server.launch[0]`, is empty",
+            "name the server's executable first, e.g. python3 or /usr/local/bin/vllm");
+  if (!host_name_ok(s.server.host))
+    f.error("server.host",
+            "`server.host` \"" + s.server.host + "\" is not a host name or an IP address",
+            "use e.g. 127.0.0.1, ::1 or localhost (where the server listens; the runner connects "
+            "there)");
   if (s.server.api == ApiKind::generate && s.server.backend != Backend::sglang)
     f.error("server.api", "api `generate` is SGLang's native API, but the backend is openai",
             "use `api: completions` or `api: chat` with an OpenAI-compatible server");

@@ -184,7 +184,17 @@ std::optional<bool> YamlReader::read_bool(const YAML::Node& node, const std::str
 std::optional<std::string> YamlReader::read_string(const YAML::Node& node,
                                                    const std::string& path) {
   mark(node, path);
-  if (node.IsScalar()) return node.Scalar();
+  if (node.IsScalar()) {
+    // A YAML escape (\0, \x00, \u0000) can put a NUL into a value. No argument, path or
+    // environment value can hold one: a program would see the text cut short there, while the
+    // recorded configuration kept all of it.
+    if (node.Scalar().find('\0') == std::string::npos)
+      return node.Scalar();
+    error(node, path,
+          "`" + path + "` contains a NUL character (written `\\0`, `\\x00` or `\\u0000`)",
+          "remove it: no program argument, path or environment value can hold one");
+    return std::nullopt;
+  }
   error(node, path, "`" + path + "` must be text, but it is " + describe(node),
         "write a single value, quoted if it contains `:` or `#`");
   return std::nullopt;

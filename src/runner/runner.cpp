@@ -856,9 +856,9 @@ Expected<SweepOutcome> SweepRun::run() {
   {
     RunnerEvent e;
     e.kind = RunnerEventKind::sweep_started;
-    e.message = sweep_.name + ": " + std::to_string(out_.total_cells) + " cells, " +
-                std::to_string(out_.already_done) + " already complete, results in " +
-                store_.dir().string();
+    e.message = (sweep_.name.empty() ? std::string("sweep (no name)") : sweep_.name) + ": " +
+                std::to_string(out_.total_cells) + " cells, " + std::to_string(out_.already_done) +
+                " already complete, results in " + store_.dir().string();
     emit(e);
   }
 

@@ -64,3 +64,22 @@ TEST(PlanCli, ArgumentsAndVersion) {
   EXPECT_EQ(v.exit_code, 0);
   EXPECT_NE(v.out.find("specbench 0.1.0"), std::string::npos) << v.out;
 }
+
+TEST(PlanCli, SaysWhereTheResultsWillGoAsRunWill) {
+  const auto dir = make_temp_dir("plan-cli-results");
+  std::ifstream in(config("demo.yaml"));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto named = run_cli({"plan", config("demo.yaml")});
+  ASSERT_EQ(named.exit_code, 0) << named.err;
+  EXPECT_NE(named.out.find("results in " + (source_dir() / "results" / "demo").string() + " ("),
+            std::string::npos)
+      << named.out;
+  // Without a name, run writes results/sweep: the plan says so, not the file's name.
+  text.erase(text.find("name: demo\n"), 11);
+  text.erase(text.find("  results_dir: ../results/demo\n"), 31);
+  std::ofstream(dir / "unnamed.yaml") << text;
+  const auto unnamed = run_cli({"plan", (dir / "unnamed.yaml").string()});
+  ASSERT_EQ(unnamed.exit_code, 0) << unnamed.err;
+  EXPECT_NE(unnamed.out.find("sweep (no name):"), std::string::npos) << unnamed.out;
+  EXPECT_NE(unnamed.out.find("results in results/sweep "), std::string::npos) << unnamed.out;
+}

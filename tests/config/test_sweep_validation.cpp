@@ -521,3 +521,35 @@ TEST(SweepValidation, ATreeWithoutBudgetsStillHasItsBlockJudged) {
     EXPECT_EQ(r.error_count(), 2) << all_messages(r);
   }
 }
+
+TEST(SweepValidation, ValuesThatWouldBreakOnlyAtRunTimeAreRefusedByThePlan) {
+  // A NUL written as a YAML escape: a program would see the argument cut short there.
+  for (const std::string& nul : {"\\0", "\\x00", "\\u0000"}) {
+    const auto r = load(replace(kValidSweep, "--tp, \"{tp}\"]", "--tp, \"{tp}" + nul + " --x\"]"));
+    const Diagnostic* d = find_error(r, "contains a NUL character");
+    ASSERT_TRUE(d) << nul << ": " << all_messages(r);
+    EXPECT_EQ(d->path, "server.launch[6]");
+    EXPECT_EQ(d->line, 9);
+  }
+  const auto env =
+      load(replace(kValidSweep, "  backend: sglang", "  backend: sglang\n  env: {X: \"a\\0b\"}"));
+  EXPECT_TRUE(find_error(env, "`server.env.X` contains a NUL character")) << all_messages(env);
+  // An empty results_dir would put the results next to the sweep file.
+  const auto here = load(kValidSweep + "runner:\n  results_dir: \"\"\n");
+  EXPECT_TRUE(find_error(here, "`runner.results_dir` is empty")) << all_messages(here);
+  // No program to start, and hosts nothing can connect to.
+  const auto noprog = load(replace(kValidSweep, "launch: [server,", "launch: [\"\","));
+  const Diagnostic* p = find_error(noprog, "`server.launch[0]`, is empty");
+  ASSERT_TRUE(p) << all_messages(noprog);
+  EXPECT_EQ(p->line, 9);
+  for (const std::string host : {"\"\"", "\"not a host!\"", "-x", "\"a/b\""}) {
+    const auto r =
+        load(replace(kValidSweep, "  backend: sglang", "  backend: sglang\n  host: " + host));
+    EXPECT_TRUE(find_error(r, "is not a host name or an IP address")) << host << all_messages(r);
+  }
+  for (const std::string host : {"127.0.0.1", "::1", "localhost", "gpu-node-3.cluster"}) {
+    const auto r = load(
+        replace(kValidSweep, "  backend: sglang", "  backend: sglang\n  host: \"" + host + "\""));
+    EXPECT_TRUE(r.ok()) << host << all_messages(r);
+  }
+}
