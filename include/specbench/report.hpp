@@ -137,6 +137,14 @@ struct ReportFiles {
   std::filesystem::path acceptance_svg; ///< acceptance.svg
 };
 
+/// The paths of the files write_report_files() writes into `dir`.
+ReportFiles report_files_in(const std::filesystem::path& dir);
+
+/// Removes those of them that exist: a run removes its results directory's report before it
+/// moves or measures anything, so that a report never outlives the results it describes (a run
+/// killed before it writes the new one leaves none). Other files in `dir` are left alone.
+Status remove_report_files(const std::filesystem::path& dir);
+
 /// Writes report.md, report.csv, report.json, speedup.svg and acceptance.svg into `dir`
 /// (atomically each).
 Expected<ReportFiles> write_report_files(const Report& report, const std::filesystem::path& dir);

@@ -203,6 +203,10 @@ int run_run(const RunArgs& a) {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+  // Progress goes to stderr, often through a pipe (`| tee`, `| head`): a reader that goes away
+  // must not end the sweep. Writes then fail with EPIPE and are dropped; the results and the
+  // report go to files. Servers get the default disposition back before exec.
+  std::signal(SIGPIPE, SIG_IGN);
 
   const bool tty = ::isatty(STDERR_FILENO) == 1;
   auto progress = std::make_shared<Progress>(tty, a.quiet);

@@ -113,8 +113,10 @@ ProbeOutcome run_probe_child(const nlohmann::json& request, const PreflightPlan&
     return out;
   }
   if (pid == 0) {
-    // Child: its own process group, so that a kill reaches anything it started too.
+    // Child: its own process group, so that a kill reaches anything it started too; SIGPIPE
+    // as a program expects it (`specbench run` ignores it for itself).
     ::setpgid(0, 0);
+    ::signal(SIGPIPE, SIG_DFL);
     ::dup2(out_pipe[1], 1);
     ::dup2(err_pipe[1], 2);
     if (!exe.empty()) {

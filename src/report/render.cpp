@@ -404,14 +404,32 @@ std::string report_json(const Report& r) {
   return detail::json_text(j, 2) + "\n";
 }
 
+ReportFiles report_files_in(const std::filesystem::path& dir) {
+  return {dir / "report.md", dir / "report.csv", dir / "report.json", dir / "speedup.svg",
+          dir / "acceptance.svg"};
+}
+
+Status remove_report_files(const std::filesystem::path& dir) {
+  const ReportFiles f = report_files_in(dir);
+  for (const auto* p : {&f.markdown, &f.csv, &f.json, &f.speedup_svg, &f.acceptance_svg}) {
+    std::error_code ec;
+    std::filesystem::remove(*p, ec);
+    if (ec)
+      return Status(StatusCode::io_error,
+                    "cannot remove the old report " + p->string() + ": " + ec.message(),
+                    "make " + dir.string() + " writable (the report is rebuilt from the results)",
+                    "remove_report_files");
+  }
+  return {};
+}
+
 Expected<ReportFiles> write_report_files(const Report& report, const std::filesystem::path& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec)
     return Status(StatusCode::io_error, "cannot create " + dir.string() + ": " + ec.message(),
                   "choose a writable directory", "write_report_files");
-  ReportFiles f{dir / "report.md", dir / "report.csv", dir / "report.json", dir / "speedup.svg",
-                dir / "acceptance.svg"};
+  ReportFiles f = report_files_in(dir);
   const std::pair<const std::filesystem::path*, std::string> files[] = {
       {&f.markdown, report_markdown(report)},
       {&f.csv, report_csv(report)},

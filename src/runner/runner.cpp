@@ -5,6 +5,7 @@
 
 #include "specbench/build_info.hpp"
 #include "specbench/client.hpp"
+#include "specbench/report.hpp"
 #include "specbench/server.hpp"
 #include "specbench/server_metrics.hpp"
 
@@ -1087,6 +1088,11 @@ Expected<SweepOutcome> run_sweep(const Sweep& sweep, const Matrix& matrix,
   auto store = ResultStore::open(dir);
   if (!store)
     return store.status();
+  // The old report describes the results as they were; this run may move some aside or measure
+  // them again, and a run killed before it writes the new report must not leave the old one to
+  // pass for it.
+  if (Status st = remove_report_files(dir / "report"); !st)
+    return st;
   SweepRun run(sweep, matrix, options, std::move(*store));
   return run.run();
 }

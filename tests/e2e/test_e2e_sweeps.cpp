@@ -9,8 +9,10 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <fstream>
 #include <random>
 #include <thread>
+#include <unistd.h>
 
 using namespace specbench;
 using namespace specbench::e2e;
@@ -244,6 +246,68 @@ TEST(E2E, CrashAtATreeBudgetSkipsTheSmallerBudgets) {
 
 // Interrupt the sweep at random moments with SIGINT (clean stop) and SIGKILL (no chance to clean
 // up), resume each time, and finish: every cell present exactly once, all ok, nothing left over.
+TEST(E2E, AKilledRunLeavesNoOldReportAndAClosedPipeDoesNotStopARun) {
+  const auto dir = specbench::testing::make_temp_dir("e2e-report-pipe");
+  SweepSpec s;
+  s.name = "pipe";
+  s.marker = unique_marker("e2e-pipe");
+  s.budgets = {4};
+  s.cost_fixed_us = 1500;
+  const auto file = write_sweep(dir, s);
+  const auto results = dir / "results";
+  auto first = spawn_cli({"run", file.string(), "--results", results.string(), "--no-report"},
+                         dir / "first");
+  ASSERT_EQ(wait_child(first, seconds(60)), 0) << read_file(dir / "first.err");
+  ASSERT_TRUE(fs::exists(results / "report" / "report.md"));
+  std::ofstream(results / "report" / "notes.txt") << "mine";
+
+  // --fresh moves every result aside and measures again. Killed once the old results are
+  // aside, it must not leave the old report (of results no longer there) in place.
+  auto fresh =
+      spawn_cli({"run", file.string(), "--results", results.string(), "--fresh"}, dir / "fresh");
+  const auto until = std::chrono::steady_clock::now() + seconds(20);
+  while (!fs::exists(results / "stale") && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(milliseconds(5));
+  ASSERT_TRUE(fs::exists(results / "stale")) << read_file(dir / "fresh.err");
+  ::kill(fresh.pid, SIGKILL);
+  wait_child(fresh, seconds(10));
+  EXPECT_TRUE(wait_no_processes({s.marker}, seconds(4)).empty());
+  for (const char* f : {"report.md", "report.csv", "report.json", "speedup.svg", "acceptance.svg"})
+    EXPECT_FALSE(fs::exists(results / "report" / f)) << f << " outlived the results it describes";
+  EXPECT_EQ(read_file(results / "report" / "notes.txt"), "mine"); // not the report's: kept
+
+  // Output into a pipe nobody reads any more (`specbench run ... 2>&1 | head -3`): the run goes
+  // on to the end instead of dying of SIGPIPE at its next progress line.
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(fds[1], 1);
+    ::dup2(fds[1], 2);
+    ::close(fds[0]);
+    ::close(fds[1]);
+    ::setpgid(0, 0);
+    std::vector<std::string> argv = {specbench::testing::cli_path().string(), "run", file.string(),
+                                     "--results", results.string()};
+    std::vector<char*> a;
+    for (auto& x : argv)
+      a.push_back(x.data());
+    a.push_back(nullptr);
+    ::execv(a[0], a.data());
+    ::_exit(127);
+  }
+  ::close(fds[0]); // the reader is gone before the first line
+  ::close(fds[1]);
+  Child piped;
+  piped.pid = pid;
+  EXPECT_EQ(wait_child(piped, seconds(60)), 0) << "128 + 13 is SIGPIPE";
+  auto m = ResultStore::open(results)->load_manifest();
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->state, "finished");
+  EXPECT_TRUE(fs::exists(results / "report" / "report.md"));
+  EXPECT_TRUE(wait_no_processes({s.marker}, seconds(4)).empty());
+}
+
 TEST(E2E, SigintAndSigkillAtRandomPointsThenResumeFinishesEveryCellOnce) {
   const auto dir = specbench::testing::make_temp_dir("e2e-interrupt");
   SweepSpec s;
