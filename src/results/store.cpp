@@ -206,10 +206,19 @@ std::vector<CellResult> ResultStore::load_all(std::vector<std::string>* problems
   std::vector<CellResult> out;
   for (const auto& id : stored_ids()) {
     auto r = load(id);
-    if (r)
+    if (!r) {
+      if (problems)
+        problems->push_back(r.status().to_string());
+    } else if (r->cell_id != id) {
+      // A copy or a backup (cells/X.old.json), or a renamed file: taken in, it would stand for
+      // its cell beside the real result, or instead of it.
+      if (problems)
+        problems->push_back((dir_ / "cells" / (id + ".json")).string() +
+                            " holds the result of cell " + r->cell_id + ", not of " + id +
+                            "; left out (a copy or a renamed file: move it out of cells/)");
+    } else {
       out.push_back(std::move(*r));
-    else if (problems)
-      problems->push_back(r.status().to_string());
+    }
   }
   return out;
 }

@@ -503,3 +503,58 @@ TEST(Report, WriteFilesAndLoadFromDirectory) {
     EXPECT_GT(std::filesystem::file_size(p), 100u) << p;
   EXPECT_FALSE(load_report(dir / "nope"));
 }
+
+TEST(Report, ACopyOfACellResultNeitherReplacesNorDoublesIt) {
+  const auto dir = specbench::testing::make_temp_dir("report-copies");
+  auto store = ResultStore::open(dir);
+  ASSERT_TRUE(store);
+  auto results = sample();
+  for (const auto& r : results)
+    ASSERT_TRUE(store->commit(r));
+  const double real = find(*load_report(dir), "tp1-linear-k16")->output_tokens_per_s.mean;
+  // An older measurement of tp1-linear-k16 kept as a backup, and one renamed to sort last.
+  auto older = results[1];
+  for (auto& q : older.requests)
+    q.e2e_s *= 4;
+  older.runs = summarize_runs(older.requests, static_cast<int>(older.runs.size()));
+  older.summary = summarize_cell(older.requests, older.runs);
+  const auto cells = dir / "cells";
+  std::filesystem::rename(cells / "tp1-linear-k16.json", cells / "keep.json");
+  ASSERT_TRUE(store->commit(older));
+  std::filesystem::rename(cells / "tp1-linear-k16.json", cells / "tp1-linear-k16.old.json");
+  std::filesystem::copy_file(cells / "tp1-linear-k16.old.json", cells / "zz-backup.json");
+  std::filesystem::rename(cells / "keep.json", cells / "tp1-linear-k16.json");
+  for (const bool with_manifest : {false, true}) {
+    if (with_manifest) {
+      Manifest m;
+      m.sweep_name = "unit";
+      m.state = "finished";
+      ManifestPhase p1, p4;
+      p1.id = "tp1";
+      p4.id = "tp4";
+      p4.tp = 4;
+      for (const auto& r : results) {
+        ManifestCell mc;
+        mc.id = r.cell_id;
+        mc.config_hash = r.config_hash;
+        mc.status = "ok";
+        (r.phase_id == "tp1" ? p1 : p4).cells.push_back(mc);
+      }
+      m.phases = {p1, p4};
+      ASSERT_TRUE(store->write_manifest(m));
+    }
+    auto rep = load_report(dir);
+    ASSERT_TRUE(rep) << rep.status().to_string();
+    EXPECT_EQ(rep->cell_count(), 7) << with_manifest;
+    const ReportCell* c = find(*rep, "tp1-linear-k16");
+    ASSERT_TRUE(c);
+    EXPECT_DOUBLE_EQ(c->output_tokens_per_s.mean, real) << with_manifest;
+    std::string problems;
+    for (const auto& p : rep->problems)
+      problems += p + "\n";
+    for (const char* f : {"tp1-linear-k16.old.json", "zz-backup.json"})
+      EXPECT_NE(problems.find(std::string(f) + " holds the result of cell tp1-linear-k16"),
+                std::string::npos)
+          << problems;
+  }
+}
