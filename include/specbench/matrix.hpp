@@ -7,6 +7,7 @@
 #include "specbench/config.hpp"
 #include "specbench/status.hpp"
 
+#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
@@ -29,7 +30,14 @@ struct Cell {
   /// Hash of everything that changes the result (argv, env, method, workload, model, backend).
   /// A stored result with another hash is stale.
   std::string config_hash;
+  /// dataset_file_hash() of the workload's dataset when the matrix was expanded ("" without a
+  /// dataset); part of config_hash. The runner checks it again before it measures the cell.
+  std::string dataset_hash;
 };
+
+/// A dataset file's contents hash ("unreadable" when it cannot be read): an edited dataset makes
+/// its cells' results stale, and a run stops measuring on a dataset edited under it.
+std::string dataset_file_hash(const std::filesystem::path& path);
 
 /// One phase: a TP group and its cells, run under one preflight.
 struct Phase {

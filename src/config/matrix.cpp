@@ -51,14 +51,6 @@ std::string join(const std::vector<int>& v, const char* sep) {
   return s;
 }
 
-// Contents hash of a dataset, so an edited dataset makes its results stale.
-std::string file_hash(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) return "unreadable";
-  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return stable_hash(data);
-}
-
 nlohmann::json method_json(const Method& m) {
   return {{"kind", m.kind_name()},
           {"id", m.id()},
@@ -69,6 +61,14 @@ nlohmann::json method_json(const Method& m) {
 
 } // namespace
 
+std::string dataset_file_hash(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return "unreadable";
+  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return stable_hash(data);
+}
+
 Expected<Matrix> expand_matrix(const Sweep& sweep, const PlanContext& context) {
   Matrix matrix;
   const std::string exe =
@@ -76,7 +76,8 @@ Expected<Matrix> expand_matrix(const Sweep& sweep, const PlanContext& context) {
   const auto ctx = resolve_context_length(sweep.model);
   std::map<std::string, std::string> dataset_hashes;
   for (const auto& w : sweep.workloads)
-    if (!w.dataset.empty()) dataset_hashes[w.name] = file_hash(w.dataset);
+    if (!w.dataset.empty())
+      dataset_hashes[w.name] = dataset_file_hash(w.dataset);
 
   for (const auto& ps : sweep.phases) {
     Phase phase;
@@ -146,6 +147,7 @@ Expected<Matrix> expand_matrix(const Sweep& sweep, const PlanContext& context) {
                             {"gpus", phase.gpus}};
         // Same text as dump() for UTF-8 (so the same hash); replace: never throw on other bytes.
         c.config_hash = stable_hash(detail::json_text(h));
+        c.dataset_hash = dataset_hashes[w.name];
         phase.cells.push_back(std::move(c));
       }
     }

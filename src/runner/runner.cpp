@@ -600,6 +600,23 @@ CellResult SweepRun::run_cell(const Cell& c, const Phase& phase) {
     emit(e);
   };
 
+  // A dataset edited since the matrix was expanded would be measured under the old one's hash,
+  // mixing two prompt sets in results that claim one: refuse before the server starts, and
+  // again once the prompts are read.
+  const auto dataset_changed = [&] {
+    if (c.workload.dataset.empty() || dataset_file_hash(c.workload.dataset) == c.dataset_hash)
+      return false;
+    fail(CellStage::runner,
+         "the dataset " + c.workload.dataset.string() + " changed after this run started",
+         "run the sweep again when the dataset is final: the run re-reads it, and results "
+         "measured on its old contents are moved aside as config-changed",
+         {}, false);
+    return true;
+  };
+  if (dataset_changed()) {
+    finish(r);
+    return r;
+  }
   std::error_code ec;
   fs::remove(store_.log_path(c.id), ec); // the log of this attempt only
   LaunchSpec spec;
@@ -676,6 +693,8 @@ CellResult SweepRun::run_cell(const Cell& c, const Phase& phase) {
     if (!prompts) {
       fail(CellStage::runner, "cannot make the prompts: " + prompts.status().message(),
            prompts.status().remedy(), {}, false);
+    } else if (dataset_changed()) {
+      // Read while it was being replaced: the prompts may be of the new contents.
     } else {
       WatchdogOptions wo;
       wo.interval_s = 0.25;

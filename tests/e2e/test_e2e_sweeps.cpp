@@ -308,6 +308,64 @@ TEST(E2E, AKilledRunLeavesNoOldReportAndAClosedPipeDoesNotStopARun) {
   EXPECT_TRUE(wait_no_processes({s.marker}, seconds(4)).empty());
 }
 
+TEST(E2E, ADatasetEditedDuringARunIsNotMeasuredUnderItsOldHash) {
+  const auto dir = specbench::testing::make_temp_dir("e2e-dataset-edit");
+  SweepSpec s;
+  s.name = "dataset";
+  s.marker = unique_marker("e2e-ds");
+  s.budgets = {4, 8};
+  s.cost_fixed_us = 1500;
+  auto file = write_sweep(dir, s);
+  std::string yaml = read_file(file);
+  const auto at = yaml.find("prompt_tokens: 16");
+  ASSERT_NE(at, std::string::npos) << yaml;
+  yaml.replace(at, 17, "dataset: prompts.jsonl");
+  std::ofstream(file) << yaml;
+  const auto write_prompts = [&](const std::string& word) {
+    std::ofstream out(dir / "prompts.jsonl");
+    for (int i = 0; i < 10; ++i)
+      out << "{\"prompt\": \"" << word << " " << i << "\"}\n";
+  };
+  write_prompts("short");
+  const auto results = dir / "results";
+  auto child =
+      spawn_cli({"run", file.string(), "--results", results.string(), "--no-report"}, dir / "run");
+  // Once the first cell is stored, the dataset is replaced. (Watched by listing the folder:
+  // opening a store to write would tidy the run's temporary files away under it.)
+  const auto stored = [&] {
+    std::error_code ec;
+    for (auto it = fs::directory_iterator(results / "cells", ec); !ec && it != fs::end(it);
+         it.increment(ec))
+      if (it->path().extension() == ".json")
+        return true;
+    return false;
+  };
+  const auto until = std::chrono::steady_clock::now() + seconds(30);
+  while (!stored() && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(milliseconds(5));
+  ASSERT_TRUE(stored()) << read_file(dir / "run.err");
+  write_prompts("a much longer prompt than before");
+  EXPECT_EQ(wait_child(child, seconds(60)), 1) << read_file(dir / "run.err");
+  int ok = 0, refused = 0;
+  for (const auto& [id, r] : results_of(results)) {
+    if (r.status == CellStatus::ok)
+      ++ok;
+    else if (r.failure &&
+             r.failure->reason.find("changed after this run started") != std::string::npos)
+      ++refused;
+  }
+  EXPECT_GE(ok, 1);
+  EXPECT_GE(refused, 1) << "every cell after the edit must refuse the new prompts";
+  EXPECT_EQ(ok + refused, 4) << describe(results_of(results));
+  EXPECT_TRUE(wait_no_processes({s.marker}, seconds(4)).empty());
+  // Run again: the cells measured on the old dataset go aside, and all are measured on the new.
+  auto again = spawn_cli({"run", file.string(), "--results", results.string(), "--no-report"},
+                         dir / "again");
+  EXPECT_EQ(wait_child(again, seconds(60)), 0) << read_file(dir / "again.err");
+  for (const auto& [id, r] : results_of(results))
+    EXPECT_EQ(r.status, CellStatus::ok) << id;
+}
+
 TEST(E2E, SigintAndSigkillAtRandomPointsThenResumeFinishesEveryCellOnce) {
   const auto dir = specbench::testing::make_temp_dir("e2e-interrupt");
   SweepSpec s;
