@@ -263,7 +263,14 @@ struct PromptOptions {
 Expected<std::vector<Prompt>> make_prompts(const Workload& workload, int count,
                                            const PromptOptions& options = {});
 
-/// Reads a JSONL prompt dataset (see make_prompts).
+/// One line of a JSONL prompt dataset: a JSON object with "prompt" or "text" (a non-empty
+/// string), "input_ids" (a non-empty array of token ids 0..2^31 - 1) or "messages" (a non-empty
+/// chat, each with a string "content"), and optionally "prompt_tokens". The error says what is
+/// wrong with the line (the caller adds where). `specbench plan` checks a dataset with the same
+/// rule as the run that reads it.
+Expected<Prompt> parse_prompt_line(const std::string& line);
+
+/// Reads a JSONL prompt dataset (see make_prompts): every non-blank line by parse_prompt_line.
 Expected<std::vector<Prompt>> load_prompt_dataset(const std::filesystem::path& path);
 
 /// The request list of one run: `count` requests cycling through `prompts` starting at `offset`,

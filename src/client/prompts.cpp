@@ -25,6 +25,64 @@ uint64_t splitmix(uint64_t& s) {
 
 } // namespace
 
+Expected<Prompt> parse_prompt_line(const std::string& line) {
+  const auto bad = [](const std::string& what) {
+    return Status(StatusCode::invalid_argument, what,
+                  "each line must be a JSON object with \"prompt\"/\"text\" (a string), "
+                  "\"input_ids\" (an array of token ids) or \"messages\" (chat)",
+                  "parse_prompt_line");
+  };
+  json j = json::parse(line, nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    return bad("not a JSON object");
+  Prompt p;
+  for (const char* key : {"prompt", "text"}) {
+    if (auto it = j.find(key); it != j.end()) {
+      if (!it->is_string())
+        return bad(std::string("\"") + key + "\" must be a string (got " + it->dump() + ")");
+      if (it->get_ref<const std::string&>().empty())
+        return bad(std::string("\"") + key + "\" is empty");
+      p.text = it->get<std::string>();
+      break;
+    }
+  }
+  if (auto it = j.find("input_ids"); it != j.end()) {
+    if (!it->is_array())
+      return bad("\"input_ids\" must be an array");
+    if (it->empty())
+      return bad("\"input_ids\" is empty");
+    for (const auto& x : *it) {
+      if (!is_int32_count(x))
+        return bad("\"input_ids\" must hold token ids, whole numbers from 0 to 2^31 - 1 (got " +
+                   x.dump() + ")");
+      p.input_ids.push_back(static_cast<int32_t>(x.get<int64_t>()));
+    }
+    p.tokens = static_cast<int>(p.input_ids.size());
+  }
+  if (auto it = j.find("messages"); it != j.end()) {
+    if (!it->is_array())
+      return bad("\"messages\" must be an array");
+    if (it->empty())
+      return bad("\"messages\" is empty");
+    for (const auto& m : *it) {
+      if (!m.is_object() || !m.contains("content") || !m["content"].is_string())
+        return bad("each message needs a string \"content\"");
+      p.messages.push_back({m.value("role", std::string("user")), m["content"].get<std::string>()});
+    }
+    if (p.text.empty())
+      p.text = p.messages.back().content;
+  }
+  if (auto it = j.find("prompt_tokens"); it != j.end() && p.tokens == 0) {
+    if (!is_int32_count(*it))
+      return bad("\"prompt_tokens\" must be a whole number from 0 to 2^31 - 1 (got " + it->dump() +
+                 ")");
+    p.tokens = static_cast<int>(it->get<int64_t>());
+  }
+  if (p.text.empty() && p.input_ids.empty() && p.messages.empty())
+    return bad("no \"prompt\", \"text\", \"input_ids\" or \"messages\"");
+  return p;
+}
+
 Expected<std::vector<Prompt>> load_prompt_dataset(const std::filesystem::path& path) {
   std::ifstream in(path);
   if (!in)
@@ -33,61 +91,16 @@ Expected<std::vector<Prompt>> load_prompt_dataset(const std::filesystem::path& p
   std::vector<Prompt> prompts;
   std::string line;
   int line_no = 0;
-  auto bad = [&](const std::string& what) {
-    return Status(StatusCode::invalid_argument,
-                  path.string() + ":" + std::to_string(line_no) + ": " + what,
-                  "each line must be a JSON object with \"prompt\"/\"text\" (string), "
-                  "\"input_ids\" (array of integers) or \"messages\" (chat)",
-                  "load_prompt_dataset");
-  };
   while (std::getline(in, line)) {
     ++line_no;
     if (line.find_first_not_of(" \t\r") == std::string::npos)
       continue;
-    json j = json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.is_object())
-      return bad("not a JSON object");
-    Prompt p;
-    for (const char* key : {"prompt", "text"}) {
-      if (auto it = j.find(key); it != j.end()) {
-        if (!it->is_string())
-          return bad(std::string("\"") + key + "\" must be a string");
-        p.text = it->get<std::string>();
-        break;
-      }
-    }
-    if (auto it = j.find("input_ids"); it != j.end()) {
-      if (!it->is_array())
-        return bad("\"input_ids\" must be an array");
-      for (const auto& x : *it) {
-        if (!is_int32_count(x))
-          return bad("\"input_ids\" must hold token ids, whole numbers from 0 to 2^31 - 1 (got " +
-                     x.dump() + ")");
-        p.input_ids.push_back(static_cast<int32_t>(x.get<int64_t>()));
-      }
-      p.tokens = static_cast<int>(p.input_ids.size());
-    }
-    if (auto it = j.find("messages"); it != j.end()) {
-      if (!it->is_array())
-        return bad("\"messages\" must be an array");
-      for (const auto& m : *it) {
-        if (!m.is_object() || !m.contains("content") || !m["content"].is_string())
-          return bad("each message needs a string \"content\"");
-        p.messages.push_back(
-            {m.value("role", std::string("user")), m["content"].get<std::string>()});
-      }
-      if (p.text.empty() && !p.messages.empty())
-        p.text = p.messages.back().content;
-    }
-    if (auto it = j.find("prompt_tokens"); it != j.end() && p.tokens == 0) {
-      if (!is_int32_count(*it))
-        return bad("\"prompt_tokens\" must be a whole number from 0 to 2^31 - 1 (got " +
-                   it->dump() + ")");
-      p.tokens = static_cast<int>(it->get<int64_t>());
-    }
-    if (p.text.empty() && p.input_ids.empty() && p.messages.empty())
-      return bad("no \"prompt\", \"text\", \"input_ids\" or \"messages\"");
-    prompts.push_back(std::move(p));
+    auto p = parse_prompt_line(line);
+    if (!p)
+      return Status(StatusCode::invalid_argument,
+                    path.string() + ":" + std::to_string(line_no) + ": " + p.status().message(),
+                    p.status().remedy(), "load_prompt_dataset");
+    prompts.push_back(std::move(*p));
   }
   if (prompts.empty())
     return Status(StatusCode::invalid_argument, "prompt dataset " + path.string() + " is empty",

@@ -1,6 +1,6 @@
 #include "config/dataset_scan.hpp"
 
-#include <nlohmann/json.hpp>
+#include "specbench/client.hpp"
 
 #include <fstream>
 
@@ -19,24 +19,15 @@ DatasetSummary scan_dataset(const std::filesystem::path& file) {
   while (std::getline(in, line)) {
     ++line_no;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    auto j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) {
+    // The run's own rule (parse_prompt_line), so that what plan passes the run can read.
+    const auto p = parse_prompt_line(line);
+    if (!p) {
       s.bad_line = line_no;
-      s.problem = "line " + std::to_string(line_no) + " is not a JSON object";
+      s.problem = "line " + std::to_string(line_no) + ": " + p.status().message();
       return s;
     }
-    const bool has_text = (j.contains("prompt") && j["prompt"].is_string()) ||
-                          (j.contains("text") && j["text"].is_string()) ||
-                          (j.contains("messages") && j["messages"].is_array());
-    const bool has_ids = j.contains("input_ids") && j["input_ids"].is_array();
-    if (!has_text && !has_ids) {
-      s.bad_line = line_no;
-      s.problem = "line " + std::to_string(line_no) +
-                  " has none of \"prompt\", \"text\", \"messages\" or \"input_ids\"";
-      return s;
-    }
-    if (has_ids) {
-      if (const int n = static_cast<int>(j["input_ids"].size()); n > s.longest_ids) {
+    if (!p->input_ids.empty()) {
+      if (const int n = static_cast<int>(p->input_ids.size()); n > s.longest_ids) {
         s.longest_ids = n;
         s.longest_ids_line = line_no;
       }

@@ -214,7 +214,26 @@ TEST(SweepValidation, WorkloadsNeedExactlyOnePromptSourceAndReadableDatasets) {
   EXPECT_NE(find_error(missing, "does not exist"), nullptr) << all_messages(missing);
   std::ofstream(dir / "bad.jsonl") << "{\"prompt\": \"hi\"}\nnot json\n";
   const auto bad = load(replace(kValidSweep, "prompt_tokens: 512", "dataset: bad.jsonl"), dir);
-  EXPECT_NE(find_error(bad, "line 2 is not a JSON object"), nullptr) << all_messages(bad);
+  EXPECT_NE(find_error(bad, "line 2: not a JSON object"), nullptr) << all_messages(bad);
+  // Every line the run could not turn into a prompt is refused here, by the run's own rule.
+  const std::vector<std::pair<std::string, std::string>> lines = {
+      {"{\"input_ids\": [1, \"a\", 3]}", "\"input_ids\" must hold token ids"},
+      {"{\"input_ids\": [-5, 3]}", "\"input_ids\" must hold token ids"},
+      {"{\"input_ids\": [99999999999]}", "\"input_ids\" must hold token ids"},
+      {"{\"input_ids\": [1.5]}", "\"input_ids\" must hold token ids"},
+      {"{\"prompt\": \"a\", \"input_ids\": \"x\"}", "\"input_ids\" must be an array"},
+      {"{\"input_ids\": []}", "\"input_ids\" is empty"},
+      {"{\"prompt\": \"\"}", "\"prompt\" is empty"},
+      {"{\"text\": \"\"}", "\"text\" is empty"},
+      {"{\"prompt\": 5}", "\"prompt\" must be a string"},
+      {"{\"messages\": []}", "\"messages\" is empty"},
+      {"{\"messages\": [{\"role\": \"user\"}]}", "each message needs a string \"content\""},
+      {"{\"messages\": [1, 2]}", "each message needs a string \"content\""}};
+  for (const auto& [line, why] : lines) {
+    std::ofstream(dir / "one.jsonl") << "{\"prompt\": \"fine\"}\n" << line << "\n";
+    const auto r = load(replace(kValidSweep, "prompt_tokens: 512", "dataset: one.jsonl"), dir);
+    EXPECT_NE(find_error(r, "line 2: " + why), nullptr) << line << "\n" << all_messages(r);
+  }
   // input_ids give exact lengths, so the context check covers datasets too.
   {
     std::ofstream ids(dir / "ids.jsonl");
