@@ -6,8 +6,10 @@
 #include "specbench/sim_server.hpp"
 
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <pthread.h>
 #include <string>
 #include <thread>
@@ -75,6 +77,8 @@ int run_sim_server(SimArgs& a, const std::vector<std::string>& extras) {
                  list.c_str());
   }
   if (Status st = server.start(); !st) {
+    if (a.quiet) // the log, with the error, is not echoed: say it once here
+      std::fprintf(stderr, "sim-server: %s\n", st.to_string().c_str());
     std::fflush(stderr);
     // A real server logs its error, then takes a while to tear down its workers before it exits.
     if (a.exit_delay_s > 0)
@@ -91,6 +95,21 @@ int run_sim_server(SimArgs& a, const std::vector<std::string>& extras) {
   return exit_ok;
 }
 
+// A finite number in [lo, hi]: CLI::Range lets NaN through (every comparison with it is false),
+// and a NaN agreement or cost would quietly change what the server simulates.
+CLI::Validator finite_in(double lo, double hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        if (end == text.c_str() || *end != '\0' || !std::isfinite(v) || v < lo || v > hi)
+          return "value " + text + " is not a number in [" + CLI::detail::to_string(lo) + ", " +
+                 CLI::detail::to_string(hi) + "]";
+        return {};
+      },
+      "NUMBER in [" + CLI::detail::to_string(lo) + ", " + CLI::detail::to_string(hi) + "]");
+}
+
 const Registrar reg{Command{
     "sim-server", 90, [](CLI::App& app) -> std::function<int()> {
       auto args = std::make_shared<SimArgs>();
@@ -100,12 +119,16 @@ const Registrar reg{Command{
       sub->allow_extras();
       auto& o = args->o;
       sub->add_option("--host", o.host, "listen address")->capture_default_str();
-      sub->add_option("--port", o.port, "listen port (0 = any free port)")->capture_default_str();
+      sub->add_option("--port", o.port, "listen port (0 = any free port)")
+          ->check(CLI::Range(0, 65535))
+          ->capture_default_str();
       sub->add_option("--tp-size,--tp", o.tp_size, "reported tensor parallelism")
+          ->check(CLI::Range(1, 1024))
           ->capture_default_str();
       sub->add_option("--model-path,--model", o.model_path, "reported model name")
           ->capture_default_str();
       sub->add_option("--context-length", o.context_length, "context length in tokens")
+          ->check(CLI::Range(1, 1 << 30))
           ->capture_default_str();
       sub->add_option("--speculative-algorithm", args->algorithm,
                       "DFLASH (chain) or DDTREE (tree)");
@@ -117,29 +140,37 @@ const Registrar reg{Command{
           ->check(CLI::Range(2, 1 << 24))
           ->capture_default_str();
       sub->add_option("--agreement", o.model.agreement, "draft/target agreement in [0,1]")
-          ->check(CLI::Range(0.0, 1.0))
+          ->check(finite_in(0.0, 1.0))
           ->capture_default_str();
       sub->add_option("--sharpness", o.model.sharpness, "target logit scale")
+          ->check(finite_in(0.0, 1e6))
           ->capture_default_str();
       sub->add_option("--model-seed", o.model.seed, "seed of the synthetic weights");
       sub->add_option("--cost-fixed-us", o.target_fixed_us, "per target forward pass")
+          ->check(finite_in(0.0, 1e9))
           ->capture_default_str();
       sub->add_option("--cost-per-token-us", o.target_per_token_us,
                       "per token verified in a target pass")
+          ->check(finite_in(0.0, 1e9))
           ->capture_default_str();
       sub->add_option("--cost-draft-fixed-us", o.draft_fixed_us, "per drafter pass")
+          ->check(finite_in(0.0, 1e9))
           ->capture_default_str();
       sub->add_option("--cost-draft-per-token-us", o.draft_per_token_us, "per draft position")
+          ->check(finite_in(0.0, 1e9))
           ->capture_default_str();
       sub->add_option("--cost-prefill-per-token-us", o.prefill_per_token_us, "per prompt token")
+          ->check(finite_in(0.0, 1e9))
           ->capture_default_str();
       sub->add_option("--load-time-s", o.load_time_s, "/health is 503 this long after start")
+          ->check(finite_in(0.0, 86400.0))
           ->capture_default_str();
       sub->add_option("--max-running-requests", o.max_running_requests, "batch size cap")
           ->check(CLI::Range(1, 1 << 20))
           ->capture_default_str();
       sub->add_option("--decode-log-interval", o.decode_log_interval,
                       "fold spec counters into /server_info every N steps (SGLang: 40)")
+          ->check(CLI::Range(1, 1 << 20))
           ->capture_default_str();
       sub->add_option("--fault", args->fault,
                       "none, fail-start, oom-start, exit-start, nccl-error, crash-after:N, hang, "
@@ -152,6 +183,7 @@ const Registrar reg{Command{
           ->check(CLI::Range(0.0, 60.0))
           ->capture_default_str();
       sub->add_option("--trickle-interval-ms", o.trickle_interval_ms, "trickle: gap between bytes")
+          ->check(finite_in(0.0, 60000.0))
           ->capture_default_str();
       sub->add_flag("--quiet", args->quiet, "do not echo the log to stderr");
       return [args, sub] { return run_sim_server(*args, sub->remaining()); };

@@ -307,7 +307,8 @@ Expected<SimFaultSpec> parse_sim_fault(std::string_view text) {
                                  SimFault::garbage_body, SimFault::lying_counts,
                                  SimFault::quiet_lies};
   std::string_view name = text, count;
-  if (auto colon = text.find(':'); colon != std::string_view::npos) {
+  const auto colon = text.find(':');
+  if (colon != std::string_view::npos) {
     name = text.substr(0, colon);
     count = text.substr(colon + 1);
   }
@@ -318,6 +319,10 @@ Expected<SimFaultSpec> parse_sim_fault(std::string_view text) {
     const bool counted = f == SimFault::crash_after || f == SimFault::hang_after ||
                          f == SimFault::garbage_crash_after;
     if (counted) {
+      if (count.empty() && colon != std::string_view::npos)
+        return Status(StatusCode::invalid_argument,
+                      "fault '" + std::string(text) + "' has a ':' but no count",
+                      "e.g. --fault " + std::string(name) + ":3, or drop the ':' for 0");
       if (count.empty())
         count = "0";
       int n = 0;

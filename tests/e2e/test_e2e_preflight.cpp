@@ -127,6 +127,38 @@ TEST(E2E, CommandLineMistakesAreNamedAndJsonStaysJson) {
   ASSERT_TRUE(p.is_object()) << read_file(dir / "pf.out");
   EXPECT_EQ(p.value("verdict", ""), "could-not-run");
 
+  // sim-server refuses values that would quietly change what it simulates, naming the flag,
+  // and says why it could not start even under --quiet.
+  const std::vector<std::pair<std::vector<std::string>, std::string>> sim_bad = {
+      {{"--port", "70000"}, "--port"},
+      {{"--port", "-1"}, "--port"},
+      {{"--agreement", "nan"}, "--agreement"},
+      {{"--cost-fixed-us", "-1000000"}, "--cost-fixed-us"},
+      {{"--cost-per-token-us", "inf"}, "--cost-per-token-us"},
+      {{"--context-length", "0"}, "--context-length"},
+      {{"--tp", "0"}, "--tp"},
+      {{"--decode-log-interval", "0"}, "--decode-log-interval"},
+      {{"--load-time-s", "nan"}, "--load-time-s"},
+      {{"--trickle-interval-ms", "-5"}, "--trickle-interval-ms"},
+      {{"--fault", "crash-after:"}, "no count"}};
+  int k = 0;
+  for (const auto& [extra, why] : sim_bad) {
+    std::vector<std::string> args = {"sim-server", "--quiet", "--port", "0"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto log = dir / ("sim" + std::to_string(k++));
+    auto sim = spawn_cli(args, log);
+    EXPECT_EQ(wait_child(sim, std::chrono::seconds(20)), 2) << extra[0] << " " << extra[1];
+    EXPECT_NE(read_file(log.string() + ".err").find(why), std::string::npos)
+        << read_file(log.string() + ".err");
+  }
+  {
+    auto sim =
+        spawn_cli({"sim-server", "--quiet", "--host", "256.1.1.1", "--port", "0"}, dir / "simhost");
+    EXPECT_NE(wait_child(sim, std::chrono::seconds(20)), 0);
+    EXPECT_NE(read_file(dir / "simhost.err").find("sim-server: "), std::string::npos)
+        << "a start error under --quiet must still be said";
+  }
+
   // `--only` takes every word after it; the sweep file given last is still the sweep.
   SweepSpec s;
   s.name = "only-last";

@@ -121,6 +121,10 @@ TEST(SimFaults, ParseEveryFaultAndRejectNonsense) {
   ASSERT_TRUE(h.has_value());
   EXPECT_EQ(h->after, 2);
   EXPECT_FALSE(parse_sim_fault("crash-after:x").has_value());
+  EXPECT_EQ(parse_sim_fault("crash-after")->after, 0);
+  auto empty = parse_sim_fault("crash-after:"); // a count was meant
+  ASSERT_FALSE(empty.has_value());
+  EXPECT_NE(empty.status().message().find("no count"), std::string::npos);
   EXPECT_FALSE(parse_sim_fault("hang:3").has_value());
   auto bad = parse_sim_fault("explode");
   ASSERT_FALSE(bad.has_value());
