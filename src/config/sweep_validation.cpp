@@ -182,6 +182,18 @@ std::vector<Diagnostic> validate_sweep(const Sweep& s) {
   if (s.model.path.empty())
     f.error("model.path", "`model.path` is missing",
             "set it to the model directory (e.g. /models/Qwen3.6-27B) or hub id");
+  // These values are filled into the launch templates before {port}, which is replaced by plain
+  // text at launch: a value holding the text {port} would get the port too.
+  for (const auto& [key, value] :
+       {std::pair<const char*, const std::string*>{"model.path", &s.model.path},
+        {"model.name", &s.model.name},
+        {"model.draft_path", &s.model.draft_path}})
+    if (value->find("{port}") != std::string::npos)
+      f.error(key,
+              std::string("`") + key +
+                  "` holds the text {port}, which the launch would replace "
+                  "with the server's port like the placeholder",
+              std::string("rename it so that it does not contain {port}"));
 
   // ---- server ----
   if (s.server.launch.empty())

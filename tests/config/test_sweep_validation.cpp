@@ -553,6 +553,15 @@ TEST(SweepValidation, ValuesThatWouldBreakOnlyAtRunTimeAreRefusedByThePlan) {
   const auto env =
       load(replace(kValidSweep, "  backend: sglang", "  backend: sglang\n  env: {X: \"a\\0b\"}"));
   EXPECT_TRUE(find_error(env, "`server.env.X` contains a NUL character")) << all_messages(env);
+  // A value filled into the launch template before {port} must not hold {port}: reported at
+  // its key, together with the other findings.
+  const auto port_in_path =
+      load(replace(replace(kValidSweep, "path: /nonexistent/model", "path: \"/models/{port}\""),
+                   "gpus: 8", "gpus: 0"));
+  const Diagnostic* pp = find_error(port_in_path, "`model.path` holds the text {port}");
+  ASSERT_TRUE(pp) << all_messages(port_in_path);
+  EXPECT_EQ(pp->line, 4);
+  EXPECT_TRUE(find_error(port_in_path, "`gpus`")) << all_messages(port_in_path);
   // An empty results_dir would put the results next to the sweep file.
   const auto here = load(kValidSweep + "runner:\n  results_dir: \"\"\n");
   EXPECT_TRUE(find_error(here, "`runner.results_dir` is empty")) << all_messages(here);
