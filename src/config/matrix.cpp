@@ -145,6 +145,10 @@ Expected<Matrix> expand_matrix(const Sweep& sweep, const PlanContext& context) {
                             {"api", to_string(sweep.server.api)},
                             {"context_length", c.context_length},
                             {"gpus", phase.gpus}};
+        // The model name the requests ask for (a server may serve several, or adapters), when
+        // it is not the path; left out otherwise, so that sweeps without one keep their hashes.
+        if (!sweep.model.name.empty())
+          h["served_model"] = sweep.model.name;
         // Same text as dump() for UTF-8 (so the same hash); replace: never throw on other bytes.
         c.config_hash = stable_hash(detail::json_text(h));
         c.dataset_hash = dataset_hashes[w.name];

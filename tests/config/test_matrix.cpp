@@ -66,6 +66,15 @@ TEST(Matrix, ConfigHashChangesWithWhatChangesResultsOnly) {
   auto e = expand_matrix(load_ok(kValidSweep), PlanContext{"/elsewhere/specbench"});
   ASSERT_TRUE(e);
   EXPECT_EQ(a.find("tp1-linear-k16")->config_hash, e->find("tp1-linear-k16")->config_hash);
+  // The model name the requests ask for changes what is measured on a server of several models.
+  const auto named = [&](const std::string& name) {
+    return expand(load_ok(replace(kValidSweep, "  path: /nonexistent/model",
+                                  "  path: /nonexistent/model\n  name: " + name)))
+        .find("tp1-linear-k16")
+        ->config_hash;
+  };
+  EXPECT_NE(named("qwen-a"), named("qwen-b"));
+  EXPECT_NE(named("qwen-a"), a.find("tp1-linear-k16")->config_hash);
 }
 
 TEST(Matrix, SeveralWorkloadsSuffixIdsAndPhasesCanSelectWorkloads) {
