@@ -269,7 +269,14 @@ const Registrar reg{
        sub->add_option("sweep", a->file, "the sweep YAML file");
        sub->add_option("--results", a->results,
                        "results directory (default: the sweep's "
-                       "runner.results_dir)");
+                       "runner.results_dir)")
+           ->check(CLI::Validator(
+               [](std::string& dir) {
+                 return dir.empty() ? std::string("--results is empty: name a folder, or leave "
+                                                  "the option out for the sweep's default")
+                                    : std::string();
+               },
+               "DIR"));
        sub->add_option("--only", a->only, "run only these cell or phase ids")->expected(1, -1);
        sub->add_flag("--fresh", a->fresh, "redo the selected cells (old results are moved aside)");
        sub->add_flag("--no-preflight", a->no_preflight, "do not gate phases on the GPU preflight");

@@ -302,7 +302,9 @@ std::vector<Diagnostic> validate_sweep(const Sweep& s) {
     if (has_dataset) {
       std::error_code ec;
       if (!std::filesystem::is_regular_file(w.dataset, ec)) {
-        f.error(p + ".dataset", "dataset " + w.dataset.string() + " does not exist",
+        const bool folder = std::filesystem::is_directory(w.dataset, ec);
+        f.error(p + ".dataset",
+                "dataset " + w.dataset.string() + (folder ? " is a folder" : " does not exist"),
                 "give a JSONL file (one {\"prompt\": ...} or {\"input_ids\": [...]} per line); "
                 "relative paths are relative to the sweep file");
       } else {
@@ -354,7 +356,7 @@ std::vector<Diagnostic> validate_sweep(const Sweep& s) {
       if (static_cast<int>(ph.gpus.size()) != ph.tp)
         f.error(p + ".gpus",
                 "tp " + std::to_string(ph.tp) + " but " + std::to_string(ph.gpus.size()) +
-                    " GPUs listed",
+                    (ph.gpus.size() == 1 ? " GPU listed" : " GPUs listed"),
                 "list exactly tp GPU ordinals, or drop `gpus` to use 0..tp-1");
       std::set<int> seen;
       for (size_t g = 0; g < ph.gpus.size(); ++g) {

@@ -2,6 +2,8 @@
 
 #include "config/did_you_mean.hpp"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <set>
 
@@ -68,6 +70,11 @@ void YamlReader::check_keys(const YAML::Node& map, const std::string& path,
     if (!seen.insert(key).second)
       error(kv.first, where, "key `" + key + "` appears twice", "keep one of them");
     if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
+    if (key == "<<") { // yaml-cpp reads a merge key as a plain key named "<<"
+      error(kv.first, where, "YAML merge keys (`<<: *anchor`) are not supported",
+            "write the keys out (an alias of a whole value, `key: *anchor`, works)");
+      continue;
+    }
     std::string fix;
     if (auto near = closest_match(key, allowed); !near.empty())
       fix = "did you mean `" + near + "`?";
@@ -149,8 +156,8 @@ std::optional<double> YamlReader::read_double(const YAML::Node& node, const std:
       if (used == s.size() && std::isfinite(v)) {
         if (v < min || v > max) {
           error(node, path,
-                "`" + path + "` is " + s + ", outside the allowed range " + std::to_string(min) +
-                    ".." + std::to_string(max),
+                "`" + path + "` is " + s + ", outside the allowed range " +
+                    fmt::format("{:g}..{:g}", min, max),
                 "use a value in that range");
           return std::nullopt;
         }

@@ -83,3 +83,31 @@ TEST(PlanCli, SaysWhereTheResultsWillGoAsRunWill) {
   EXPECT_NE(unnamed.out.find("sweep (no name):"), std::string::npos) << unnamed.out;
   EXPECT_NE(unnamed.out.find("results in results/sweep "), std::string::npos) << unnamed.out;
 }
+
+TEST(PlanCli, MessagesAreOnePlainLineEachAndNameWhatIsWrong) {
+  const auto dir = make_temp_dir("plan-cli-messages");
+  // A value with an escape sequence that would clear the terminal: never printed raw.
+  std::ofstream(dir / "esc.yaml") << "name: \"\\e[2Jx\"\ngpus: 2\n";
+  const auto esc = run_cli({"plan", (dir / "esc.yaml").string()});
+  EXPECT_EQ(esc.exit_code, 2);
+  EXPECT_EQ(esc.err.find('\x1b'), std::string::npos) << esc.err;
+  // A merge key is named as such, not as an unknown key.
+  std::ofstream(dir / "merge.yaml") << "name: a\n<<: {gpus: 2}\n";
+  const auto merge = run_cli({"plan", (dir / "merge.yaml").string()});
+  EXPECT_NE(merge.err.find("YAML merge keys (`<<: *anchor`) are not supported"), std::string::npos)
+      << merge.err;
+  // Numbers in ranges as they would be written, and one GPU in the singular.
+  std::ifstream in(config("demo.yaml"));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  text.replace(text.find("  - tp: 1"), 9, "  - tp: 2\n    gpus: [0]");
+  text.replace(text.find("  preflight: false"), 18,
+               "  preflight: false\n  gpu_memory_tolerance_mib: -1");
+  std::ofstream(dir / "demo-bad.yaml") << text;
+  const auto bad = run_cli({"plan", (dir / "demo-bad.yaml").string()});
+  EXPECT_NE(bad.err.find("tp 2 but 1 GPU listed"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("outside the allowed range 0..1e+07"), std::string::npos) << bad.err;
+  // An empty --results is refused, not taken as the default.
+  const auto empty = run_cli({"run", config("demo.yaml"), "--results", ""});
+  EXPECT_EQ(empty.exit_code, 2);
+  EXPECT_NE(empty.err.find("--results is empty"), std::string::npos) << empty.err;
+}

@@ -212,6 +212,10 @@ TEST(SweepValidation, WorkloadsNeedExactlyOnePromptSourceAndReadableDatasets) {
   const auto dir = make_temp_dir("dataset");
   const auto missing = load(replace(kValidSweep, "prompt_tokens: 512", "dataset: nope.jsonl"), dir);
   EXPECT_NE(find_error(missing, "does not exist"), nullptr) << all_messages(missing);
+  std::filesystem::create_directories(dir / "folder.jsonl");
+  const auto folder =
+      load(replace(kValidSweep, "prompt_tokens: 512", "dataset: folder.jsonl"), dir);
+  EXPECT_NE(find_error(folder, "folder.jsonl is a folder"), nullptr) << all_messages(folder);
   std::ofstream(dir / "bad.jsonl") << "{\"prompt\": \"hi\"}\nnot json\n";
   const auto bad = load(replace(kValidSweep, "prompt_tokens: 512", "dataset: bad.jsonl"), dir);
   EXPECT_NE(find_error(bad, "line 2: not a JSON object"), nullptr) << all_messages(bad);
