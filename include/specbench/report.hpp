@@ -99,7 +99,9 @@ struct Report {
   int count(CellStatus s) const noexcept;
   /// All cells.
   int cell_count() const noexcept;
-  /// True when every cell of the manifest is present and ok.
+  /// True when every cell of the manifest is present and ok, and nothing in the results could
+  /// not be read or was left out (`problems` is empty): an unreadable manifest cannot say which
+  /// cells are missing, and an unreadable cell result is one.
   bool all_ok() const noexcept;
 };
 

@@ -118,7 +118,8 @@ int Report::cell_count() const noexcept {
 }
 
 bool Report::all_ok() const noexcept {
-  return missing.empty() && count(CellStatus::ok) == cell_count() && cell_count() > 0;
+  return missing.empty() && problems.empty() && count(CellStatus::ok) == cell_count() &&
+         cell_count() > 0;
 }
 
 Report build_report(const std::vector<CellResult>& results, const Manifest* manifest) {

@@ -190,6 +190,10 @@ std::string report_markdown(const Report& r) {
                    total, r.count(CellStatus::ok), r.count(CellStatus::failed),
                    r.count(CellStatus::blocked), r.count(CellStatus::skipped),
                    r.count(CellStatus::interrupted), r.missing.size());
+  if (!r.problems.empty()) // e.g. an unreadable manifest: "0 missing" above cannot be trusted
+    o << fmt::format("**{} problem{} reading the results (listed at the end): the counts above may "
+                     "be incomplete.**\n\n",
+                     r.problems.size(), r.problems.size() == 1 ? "" : "s");
 
   for (const auto& p : r.phases) {
     o << "## Phase " << p.id << " (TP" << p.tp;

@@ -504,6 +504,25 @@ TEST(Report, WriteFilesAndLoadFromDirectory) {
   EXPECT_FALSE(load_report(dir / "nope"));
 }
 
+TEST(Report, AnUnreadableManifestMeansTheReportCannotSayAllIsWell) {
+  const auto dir = specbench::testing::make_temp_dir("report-bad-manifest");
+  auto store = ResultStore::open(dir);
+  ASSERT_TRUE(store);
+  auto results = sample();
+  results.erase(results.begin() + 4); // the failed cell: every stored cell is ok
+  for (const auto& r : results)
+    ASSERT_TRUE(store->commit(r));
+  ASSERT_TRUE(load_report(dir)->all_ok());
+  // The manifest would have named a missing cell; cut short, it names nothing.
+  std::ofstream(dir / "manifest.json") << "{\"schema_version\": 1, \"phases\": [";
+  auto rep = load_report(dir);
+  ASSERT_TRUE(rep);
+  EXPECT_FALSE(rep->problems.empty());
+  EXPECT_FALSE(rep->all_ok());
+  EXPECT_NE(report_markdown(*rep).find("1 problem reading the results"), std::string::npos)
+      << report_markdown(*rep);
+}
+
 TEST(Report, ACopyOfACellResultNeitherReplacesNorDoublesIt) {
   const auto dir = specbench::testing::make_temp_dir("report-copies");
   auto store = ResultStore::open(dir);
