@@ -98,19 +98,16 @@ std::vector<pid_t> wait_no_processes(const std::vector<std::string>& needles,
   }
 }
 
-Child spawn_cli(const std::vector<std::string>& args, const fs::path& log_prefix) {
-  Child c;
-  c.out = log_prefix.string() + ".out";
-  c.err = log_prefix.string() + ".err";
+namespace {
+// Starts the CLI with `args`, its stdout on `out` and its stderr on `err`, in a fresh process
+// group, so that a signal meant for the CLI reaches only what we send it to.
+pid_t exec_cli(const std::vector<std::string>& args, int out, int err) {
   std::vector<std::string> argv = {specbench::testing::cli_path().string()};
   argv.insert(argv.end(), args.begin(), args.end());
   const pid_t pid = ::fork();
   if (pid == 0) {
-    const int o = ::open(c.out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int e = ::open(c.err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ::dup2(o, 1);
-    ::dup2(e, 2);
-    // A fresh process group, so that a signal meant for the CLI reaches only what we send it to.
+    ::dup2(out, 1);
+    ::dup2(err, 2);
     ::setpgid(0, 0);
     std::vector<char*> a;
     for (auto& s : argv)
@@ -119,7 +116,25 @@ Child spawn_cli(const std::vector<std::string>& args, const fs::path& log_prefix
     ::execv(a[0], a.data());
     ::_exit(127);
   }
-  c.pid = pid;
+  return pid;
+}
+} // namespace
+
+Child spawn_cli(const std::vector<std::string>& args, const fs::path& log_prefix) {
+  Child c;
+  c.out = log_prefix.string() + ".out";
+  c.err = log_prefix.string() + ".err";
+  const int o = ::open(c.out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  const int e = ::open(c.err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  c.pid = exec_cli(args, o, e);
+  ::close(o);
+  ::close(e);
+  return c;
+}
+
+Child spawn_cli_to_fd(const std::vector<std::string>& args, int fd) {
+  Child c;
+  c.pid = exec_cli(args, fd, fd);
   return c;
 }
 

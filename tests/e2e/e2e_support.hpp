@@ -40,6 +40,8 @@ struct Child {
   std::filesystem::path out, err;
 };
 Child spawn_cli(const std::vector<std::string>& args, const std::filesystem::path& log_prefix);
+/// The same with stdout and stderr both on `fd` (e.g. a pipe); `out` and `err` stay empty.
+Child spawn_cli_to_fd(const std::vector<std::string>& args, int fd);
 /// Waits for the child; returns exit code or 128 + signal; -1 on timeout (then kills it).
 int wait_child(Child& c, std::chrono::milliseconds timeout);
 std::string read_file(const std::filesystem::path& p);

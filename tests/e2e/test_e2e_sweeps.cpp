@@ -244,8 +244,6 @@ TEST(E2E, CrashAtATreeBudgetSkipsTheSmallerBudgets) {
   EXPECT_TRUE(wait_no_processes({s.marker}, seconds(3)).empty());
 }
 
-// Interrupt the sweep at random moments with SIGINT (clean stop) and SIGKILL (no chance to clean
-// up), resume each time, and finish: every cell present exactly once, all ok, nothing left over.
 TEST(E2E, AKilledRunLeavesNoOldReportAndAClosedPipeDoesNotStopARun) {
   const auto dir = specbench::testing::make_temp_dir("e2e-report-pipe");
   SweepSpec s;
@@ -280,26 +278,9 @@ TEST(E2E, AKilledRunLeavesNoOldReportAndAClosedPipeDoesNotStopARun) {
   // on to the end instead of dying of SIGPIPE at its next progress line.
   int fds[2];
   ASSERT_EQ(::pipe(fds), 0);
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::dup2(fds[1], 1);
-    ::dup2(fds[1], 2);
-    ::close(fds[0]);
-    ::close(fds[1]);
-    ::setpgid(0, 0);
-    std::vector<std::string> argv = {specbench::testing::cli_path().string(), "run", file.string(),
-                                     "--results", results.string()};
-    std::vector<char*> a;
-    for (auto& x : argv)
-      a.push_back(x.data());
-    a.push_back(nullptr);
-    ::execv(a[0], a.data());
-    ::_exit(127);
-  }
   ::close(fds[0]); // the reader is gone before the first line
+  auto piped = spawn_cli_to_fd({"run", file.string(), "--results", results.string()}, fds[1]);
   ::close(fds[1]);
-  Child piped;
-  piped.pid = pid;
   EXPECT_EQ(wait_child(piped, seconds(60)), 0) << "128 + 13 is SIGPIPE";
   auto m = ResultStore::open(results)->load_manifest();
   ASSERT_TRUE(m);
@@ -366,6 +347,8 @@ TEST(E2E, ADatasetEditedDuringARunIsNotMeasuredUnderItsOldHash) {
     EXPECT_EQ(r.status, CellStatus::ok) << id;
 }
 
+// Interrupt the sweep at random moments with SIGINT (clean stop) and SIGKILL (no chance to clean
+// up), resume each time, and finish: every cell present exactly once, all ok, nothing left over.
 TEST(E2E, SigintAndSigkillAtRandomPointsThenResumeFinishesEveryCellOnce) {
   const auto dir = specbench::testing::make_temp_dir("e2e-interrupt");
   SweepSpec s;
