@@ -10,6 +10,8 @@
 // The flush reads with ordinary loads (`ld`) or streaming loads (`ld.cs`, as the benchmarks'
 // rotated inputs do), to see whether either evicts code from L2.
 //   build/benchmarks/kernels/probe_code_fetch
+#include "probe_support.cuh"
+
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -19,11 +21,7 @@
 
 namespace {
 
-__device__ __forceinline__ uint64_t now_ns() {
-  uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
+using specbench::probes::now_ns;
 
 // Only the block on SM `target` runs the region; every other block returns at once. Four
 // independent chains keep the warp issuing about one instruction per cycle when the code is

@@ -9,6 +9,8 @@
 //             (store, seen by a spinning poller). Block k runs on another SM; the flags' lines
 //             are varied, since an L2 line lives in one of the L2's two partitions.
 //   build-kernels/benchmarks/kernels/probe_handoff
+#include "probe_support.cuh"
+
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -21,20 +23,8 @@
 
 namespace {
 
-#define CHECK(x)                                                                                   \
-  do {                                                                                             \
-    const cudaError_t e_ = (x);                                                                    \
-    if (e_ != cudaSuccess) {                                                                       \
-      std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_));                                \
-      std::exit(1);                                                                                \
-    }                                                                                              \
-  } while (0)
+using specbench::probes::now_ns;
 
-__device__ __forceinline__ uint64_t now_ns() {
-  uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
 __device__ __forceinline__ uint32_t sm_id() {
   uint32_t s;
   asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
@@ -153,11 +143,11 @@ double median(std::vector<double> v) {
 
 int main() {
   int dev = 0, sms = 0, clock_khz = 0;
-  CHECK(cudaGetDevice(&dev));
+  PROBE_CHECK(cudaGetDevice(&dev));
   cudaDeviceProp prop{};
-  CHECK(cudaGetDeviceProperties(&prop, dev));
-  CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, dev));
+  PROBE_CHECK(cudaGetDeviceProperties(&prop, dev));
+  PROBE_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  PROBE_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, dev));
   std::printf("%s, %d SMs, L2 %d MB\n", prop.name, sms, prop.l2CacheSize >> 20);
 
   // A random cycle over 32,768 lines of 128 bytes (4 MiB): entry line * 32 points at the next line.
@@ -171,9 +161,9 @@ int main() {
     host[static_cast<size_t>(order[j]) * kPerLine] = order[(j + 1) % kLines] * kPerLine;
   uint32_t* next = nullptr;
   uint64_t* out = nullptr;
-  CHECK(cudaMalloc(&next, host.size() * sizeof(uint32_t)));
-  CHECK(cudaMalloc(&out, 8 * sizeof(uint64_t)));
-  CHECK(cudaMemcpy(next, host.data(), host.size() * sizeof(uint32_t), cudaMemcpyHostToDevice));
+  PROBE_CHECK(cudaMalloc(&next, host.size() * sizeof(uint32_t)));
+  PROBE_CHECK(cudaMalloc(&out, 8 * sizeof(uint64_t)));
+  PROBE_CHECK(cudaMemcpy(next, host.data(), host.size() * sizeof(uint32_t), cudaMemcpyHostToDevice));
   const int steps = 4096;
   for (int kind = 0; kind < 2; ++kind) {
     std::vector<double> ns, cyc;
@@ -182,9 +172,9 @@ int main() {
         chase<true><<<1, 1>>>(next, steps, out);
       else
         chase<false><<<1, 1>>>(next, steps, out);
-      CHECK(cudaGetLastError());
+      PROBE_CHECK(cudaGetLastError());
       uint64_t h[3];
-      CHECK(cudaMemcpy(h, out, sizeof(h), cudaMemcpyDeviceToHost));
+      PROBE_CHECK(cudaMemcpy(h, out, sizeof(h), cudaMemcpyDeviceToHost));
       cyc.push_back(static_cast<double>(h[0]) / steps);
       ns.push_back(static_cast<double>(h[1]) / steps);
     }
@@ -195,7 +185,7 @@ int main() {
   // Ping-pong: flags on lines A and A + 1 + j (j varies the second line's place in L2).
   uint32_t* flags = nullptr;
   constexpr int kFlagLines = 4096;
-  CHECK(cudaMalloc(&flags, kFlagLines * 128));
+  PROBE_CHECK(cudaMalloc(&flags, kFlagLines * 128));
   const int rounds = 2000;
   const int partners[] = {1, 2, sms / 4, sms / 2, sms - 1};
   for (int partner : partners) {
@@ -204,12 +194,12 @@ int main() {
     for (int j = 0; j < 16; ++j) {
       uint32_t* a = flags + (64 * j) * 32;
       uint32_t* b = flags + (64 * j + 1 + 7 * j) * 32;
-      CHECK(cudaMemset(flags, 0, kFlagLines * 128));
-      CHECK(cudaMemset(out, 0, 8 * sizeof(uint64_t)));
+      PROBE_CHECK(cudaMemset(flags, 0, kFlagLines * 128));
+      PROBE_CHECK(cudaMemset(out, 0, 8 * sizeof(uint64_t)));
       ping_pong<<<sms, 32>>>(a, b, rounds, partner, out);
-      CHECK(cudaGetLastError());
+      PROBE_CHECK(cudaGetLastError());
       uint64_t h[4];
-      CHECK(cudaMemcpy(h, out, sizeof(h), cudaMemcpyDeviceToHost));
+      PROBE_CHECK(cudaMemcpy(h, out, sizeof(h), cudaMemcpyDeviceToHost));
       if (h[3]) {
         std::printf("ping-pong with block %d: a poller gave up (not co-resident?)\n", partner);
         break;
@@ -231,22 +221,22 @@ int main() {
     const size_t flood_bytes = size_t{1} << 30;
     uint4* flood = nullptr;
     uint32_t* stop = nullptr;
-    CHECK(cudaMalloc(&flood, flood_bytes));
-    CHECK(cudaMemset(flood, 1, flood_bytes));
-    CHECK(cudaMalloc(&stop, 128));
+    PROBE_CHECK(cudaMalloc(&flood, flood_bytes));
+    PROBE_CHECK(cudaMemset(flood, 1, flood_bytes));
+    PROBE_CHECK(cudaMalloc(&stop, 128));
     std::vector<double> per;
     uint64_t sm_a = 0, sm_b = 0;
     const int partner = sms + sms / 2; // the second block on a far SM
     for (int j = 0; j < 8; ++j) {
       uint32_t* a = flags + (64 * j) * 32;
       uint32_t* b = flags + (64 * j + 1 + 7 * j) * 32;
-      CHECK(cudaMemset(flags, 0, kFlagLines * 128));
-      CHECK(cudaMemset(out, 0, 8 * sizeof(uint64_t)));
-      CHECK(cudaMemset(stop, 0, 128));
+      PROBE_CHECK(cudaMemset(flags, 0, kFlagLines * 128));
+      PROBE_CHECK(cudaMemset(out, 0, 8 * sizeof(uint64_t)));
+      PROBE_CHECK(cudaMemset(stop, 0, 128));
       ping_pong_loaded<<<2 * sms, 256>>>(a, b, 500, partner, out, flood, flood_bytes / 16, stop);
-      CHECK(cudaGetLastError());
+      PROBE_CHECK(cudaGetLastError());
       uint64_t h[4];
-      CHECK(cudaMemcpy(h, out, sizeof(h), cudaMemcpyDeviceToHost));
+      PROBE_CHECK(cudaMemcpy(h, out, sizeof(h), cudaMemcpyDeviceToHost));
       if (h[3]) {
         std::printf("ping-pong under load: a poller gave up\n");
         break;
@@ -261,12 +251,12 @@ int main() {
                   static_cast<unsigned long long>(sm_a), static_cast<unsigned long long>(sm_b),
                   median(per), *std::min_element(per.begin(), per.end()),
                   *std::max_element(per.begin(), per.end()));
-    CHECK(cudaFree(flood));
-    CHECK(cudaFree(stop));
+    PROBE_CHECK(cudaFree(flood));
+    PROBE_CHECK(cudaFree(stop));
   }
   std::printf("SM clock attribute: %d MHz (clocks as found)\n", clock_khz / 1000);
-  CHECK(cudaFree(next));
-  CHECK(cudaFree(out));
-  CHECK(cudaFree(flags));
+  PROBE_CHECK(cudaFree(next));
+  PROBE_CHECK(cudaFree(out));
+  PROBE_CHECK(cudaFree(flags));
   return 0;
 }

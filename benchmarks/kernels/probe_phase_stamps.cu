@@ -10,6 +10,8 @@
 #include "baseline_kernels.hpp"
 #include "specbench/kernels.hpp"
 
+#include "probe_support.cuh"
+
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -32,15 +34,11 @@ void phase_attach_ddtree(uint64_t* buf);
 
 namespace {
 
+using specbench::probes::now_ns;
+
 namespace k = specbench::kernels;
 namespace bb = specbench::bench;
 constexpr int64_t kVocab = 151936;
-
-__device__ __forceinline__ uint64_t now_ns() {
-  uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
 
 // The end of both read kernels below: the block's sum into out[block] (so that the loads cannot
 // be dropped) and the three stamps (start, elements in, stored).

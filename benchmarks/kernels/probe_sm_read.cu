@@ -10,6 +10,8 @@
 //         shared-memory ring, each stage completing on its own mbarrier (pure ingest: nothing
 //         reads the ring).
 //   build/benchmarks/kernels/probe_sm_read
+#include "probe_support.cuh"
+
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -20,20 +22,7 @@
 
 namespace {
 
-#define CHECK(x)                                                                                   \
-  do {                                                                                             \
-    const cudaError_t e_ = (x);                                                                    \
-    if (e_ != cudaSuccess) {                                                                       \
-      std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_));                                \
-      std::exit(1);                                                                                \
-    }                                                                                              \
-  } while (0)
-
-__device__ __forceinline__ uint64_t now_ns() {
-  uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
+using specbench::probes::now_ns;
 
 constexpr int kLdThreads = 1024;
 constexpr int kInFlight = 8;
@@ -70,6 +59,17 @@ __global__ void __launch_bounds__(kLdThreads, 1)
 constexpr int kStages = 4;
 constexpr int kChunk = 16 * 1024;
 
+// Waits until the mbarrier at shared address `bar` has completed the phase of parity `parity`.
+__device__ __forceinline__ void wait_parity(uint32_t bar, uint32_t parity) {
+  uint32_t done = 0;
+  while (!done)
+    asm volatile("{\n .reg .pred q;\n mbarrier.try_wait.parity.shared::cta.b64 q, [%1], %2;\n"
+                 " selp.u32 %0, 1, 0, q;\n}"
+                 : "=r"(done)
+                 : "r"(bar), "r"(parity)
+                 : "memory");
+}
+
 // Block b streams chunks b, b + k, ... of `bytes` (a multiple of kChunk) into its ring.
 __global__ void __launch_bounds__(32, 1)
     read_bulk(const char* p, int64_t bytes, uint64_t* stamps) {
@@ -90,13 +90,7 @@ __global__ void __launch_bounds__(32, 1)
     const int s = issued % kStages;
     const uint32_t b = static_cast<uint32_t>(__cvta_generic_to_shared(&bar[s]));
     if (issued >= kStages) { // wait for this stage's previous copy before reusing it
-      uint32_t done = 0;
-      while (!done)
-        asm volatile("{\n .reg .pred q;\n mbarrier.try_wait.parity.shared::cta.b64 q, [%1], %2;\n"
-                     " selp.u32 %0, 1, 0, q;\n}"
-                     : "=r"(done)
-                     : "r"(b), "r"(phase[s])
-                     : "memory");
+      wait_parity(b, phase[s]);
       phase[s] ^= 1u;
     }
     const uint32_t dst = static_cast<uint32_t>(__cvta_generic_to_shared(ring + s * kChunk));
@@ -111,13 +105,7 @@ __global__ void __launch_bounds__(32, 1)
   for (int k = 0; k < kStages && k < issued; ++k) {
     const int s = (issued - 1 - k) % kStages;
     const uint32_t b = static_cast<uint32_t>(__cvta_generic_to_shared(&bar[s]));
-    uint32_t done = 0;
-    while (!done)
-      asm volatile("{\n .reg .pred q;\n mbarrier.try_wait.parity.shared::cta.b64 q, [%1], %2;\n"
-                   " selp.u32 %0, 1, 0, q;\n}"
-                   : "=r"(done)
-                   : "r"(b), "r"(phase[s])
-                   : "memory");
+    wait_parity(b, phase[s]);
   }
   stamps[2 * blockIdx.x] = t0;
   stamps[2 * blockIdx.x + 1] = now_ns();
@@ -136,19 +124,19 @@ double span_us(const std::vector<uint64_t>& st, int blocks) {
 
 int main() {
   int dev = 0, sms = 0;
-  CHECK(cudaGetDevice(&dev));
-  CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  PROBE_CHECK(cudaGetDevice(&dev));
+  PROBE_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
   cudaDeviceProp prop{};
-  CHECK(cudaGetDeviceProperties(&prop, dev));
+  PROBE_CHECK(cudaGetDeviceProperties(&prop, dev));
   const std::size_t pool = std::size_t{2} << 30;
   char* buf = nullptr;
   uint64_t* stamps = nullptr;
   uint32_t* sink = nullptr;
-  CHECK(cudaMalloc(&buf, pool));
-  CHECK(cudaMemset(buf, 1, pool));
-  CHECK(cudaMalloc(&stamps, sizeof(uint64_t) * 2 * 1024));
-  CHECK(cudaMalloc(&sink, sizeof(uint32_t)));
-  CHECK(cudaFuncSetAttribute(read_bulk, cudaFuncAttributeMaxDynamicSharedMemorySize,
+  PROBE_CHECK(cudaMalloc(&buf, pool));
+  PROBE_CHECK(cudaMemset(buf, 1, pool));
+  PROBE_CHECK(cudaMalloc(&stamps, sizeof(uint64_t) * 2 * 1024));
+  PROBE_CHECK(cudaMalloc(&sink, sizeof(uint32_t)));
+  PROBE_CHECK(cudaFuncSetAttribute(read_bulk, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              kStages * kChunk));
   std::printf("%s, %d SMs; span from the first block's start to the last block's end, median of "
               "15 cold trials\n",
@@ -173,9 +161,9 @@ int main() {
                                        sink);
           else
             read_bulk<<<k, 32, kStages * kChunk>>>(p, bytes, stamps);
-          CHECK(cudaGetLastError());
-          CHECK(cudaDeviceSynchronize());
-          CHECK(cudaMemcpy(st.data(), stamps, sizeof(uint64_t) * 2 * k, cudaMemcpyDeviceToHost));
+          PROBE_CHECK(cudaGetLastError());
+          PROBE_CHECK(cudaDeviceSynchronize());
+          PROBE_CHECK(cudaMemcpy(st.data(), stamps, sizeof(uint64_t) * 2 * k, cudaMemcpyDeviceToHost));
           if (trial > 0) // the first trial also fetches the code
             spans.push_back(span_us(st, k));
         }
