@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -57,10 +58,17 @@ struct Matrix {
   const Cell* find(const std::string& id) const noexcept;
 };
 
-/// Values for placeholders that only the caller knows (the running executable).
+/// What only the caller knows: the running executable, and the environment servers inherit.
 struct PlanContext {
   std::string specbench_executable; ///< {specbench}; empty = this process's executable
+  /// The runner's own CUDA_VISIBLE_DEVICES (nullopt: unset). A phase without `gpus` whose env
+  /// does not set it passes this value on explicitly, so the cell's env and config hash say
+  /// which GPUs its server saw: results measured under another value are then stale.
+  std::optional<std::string> inherited_visible_devices;
 };
+
+/// A PlanContext for this process: its executable and its CUDA_VISIBLE_DEVICES.
+PlanContext plan_context_from_environment();
 
 /// Expands a validated sweep. Fails (invalid_argument) on an unknown placeholder in the argv
 /// templates; validation already reports those with line numbers.

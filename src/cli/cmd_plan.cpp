@@ -65,7 +65,7 @@ int run_plan(const std::string& file, bool json) {
     return exit_could_not_run;
   }
   const Sweep& sweep = *loaded.sweep;
-  auto matrix = expand_matrix(sweep);
+  auto matrix = expand_matrix(sweep, plan_context_from_environment());
   if (!matrix) {
     std::fprintf(stderr, "specbench plan: %s\n", matrix.status().to_string().c_str());
     return exit_could_not_run;

@@ -190,7 +190,7 @@ int run_run(const RunArgs& a) {
     return exit_could_not_run;
   }
   const Sweep& sweep = *loaded.sweep;
-  auto matrix = expand_matrix(sweep);
+  auto matrix = expand_matrix(sweep, plan_context_from_environment());
   if (!matrix) {
     std::fprintf(stderr, "specbench run: %s\n", matrix.status().to_string().c_str());
     return exit_could_not_run;

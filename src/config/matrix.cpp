@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <climits>
+#include <cstdlib>
 #include <fstream>
 #include <unistd.h>
 
@@ -67,6 +68,13 @@ std::string dataset_file_hash(const std::filesystem::path& path) {
     return "unreadable";
   std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   return stable_hash(data);
+}
+
+PlanContext plan_context_from_environment() {
+  PlanContext context;
+  if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES"))
+    context.inherited_visible_devices = visible;
+  return context;
 }
 
 Expected<Matrix> expand_matrix(const Sweep& sweep, const PlanContext& context) {
@@ -130,6 +138,10 @@ Expected<Matrix> expand_matrix(const Sweep& sweep, const PlanContext& context) {
         for (const auto& [k, v] : ps.env) c.env[k] = v;
         if (!ps.gpus.empty() && !c.env.count("CUDA_VISIBLE_DEVICES"))
           c.env["CUDA_VISIBLE_DEVICES"] = join(ps.gpus, ",");
+        // Without `gpus` the server inherits the runner's GPUs: written out, so that a run
+        // under another CUDA_VISIBLE_DEVICES (other GPUs) never reuses these results.
+        if (!c.env.count("CUDA_VISIBLE_DEVICES") && context.inherited_visible_devices)
+          c.env["CUDA_VISIBLE_DEVICES"] = *context.inherited_visible_devices;
 
         // The hash ignores where specbench itself lives, so moving the build keeps results.
         values["specbench"] = "{specbench}";

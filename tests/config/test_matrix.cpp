@@ -77,6 +77,42 @@ TEST(Matrix, ConfigHashChangesWithWhatChangesResultsOnly) {
   EXPECT_NE(named("qwen-a"), a.find("tp1-linear-k16")->config_hash);
 }
 
+TEST(Matrix, InheritedVisibleDevicesAreWrittenOutForPhasesWithoutGpus) {
+  const Sweep sweep = load_ok(kValidSweep);
+  const auto with = [&](std::optional<std::string> visible) {
+    PlanContext context{"/opt/specbench"};
+    context.inherited_visible_devices = std::move(visible);
+    auto m = expand_matrix(sweep, context);
+    EXPECT_TRUE(m) << m.status().to_string();
+    return m ? *m : Matrix{};
+  };
+  const Matrix unset = with(std::nullopt);
+  const Matrix first = with("0");
+  const Matrix other = with("3");
+  // tp1 lists no GPUs: its server sees the runner's, so the value is part of what is measured.
+  const Cell* ar = first.find("tp1-autoregressive");
+  ASSERT_NE(ar, nullptr);
+  EXPECT_EQ(ar->env.at("CUDA_VISIBLE_DEVICES"), "0");
+  EXPECT_NE(ar->config_hash, other.find("tp1-autoregressive")->config_hash);
+  EXPECT_NE(ar->config_hash, unset.find("tp1-autoregressive")->config_hash);
+  // Unset, nothing is added and the hash is what it always was (same as a plain expand).
+  EXPECT_EQ(unset.find("tp1-autoregressive")->env.count("CUDA_VISIBLE_DEVICES"), 0u);
+  EXPECT_EQ(unset.find("tp1-autoregressive")->config_hash,
+            expand(sweep).find("tp1-autoregressive")->config_hash);
+  // A phase that lists its GPUs sets the variable itself, whatever the runner has.
+  EXPECT_EQ(other.find("tp4-autoregressive")->env.at("CUDA_VISIBLE_DEVICES"), "4,5,6,7");
+  EXPECT_EQ(other.find("tp4-autoregressive")->config_hash,
+            unset.find("tp4-autoregressive")->config_hash);
+  // So does a phase env that names it (a warning at validation, but the user's choice).
+  const Sweep pinned = load_ok(
+      replace(kValidSweep, "  - tp: 1\n", "  - tp: 1\n    env: {CUDA_VISIBLE_DEVICES: \"2\"}\n"));
+  PlanContext context{"/opt/specbench"};
+  context.inherited_visible_devices = "0";
+  auto m = expand_matrix(pinned, context);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->find("tp1-autoregressive")->env.at("CUDA_VISIBLE_DEVICES"), "2");
+}
+
 TEST(Matrix, SeveralWorkloadsSuffixIdsAndPhasesCanSelectWorkloads) {
   std::string y = kValidSweep + "  - name: long\n    prompt_tokens: 20000\n    max_new_tokens: 64\n";
   y = replace(y, "  - tp: 1\n", "  - tp: 1\n    workloads: [long]\n");

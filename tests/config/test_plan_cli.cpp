@@ -36,6 +36,22 @@ TEST(PlanCli, JsonOutput) {
   EXPECT_EQ(j["phases"][2]["cells"].size(), 16u);
 }
 
+TEST(PlanCli, CellsOfPhasesWithoutGpusCarryTheRunnersVisibleDevices) {
+  // demo.yaml's phases list no GPUs, so its servers see the GPUs the runner sees.
+  const auto cell_env = [](const ProcessResult& r) {
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(r.out)["phases"][0]["cells"][0];
+  };
+  const std::vector<std::string> plan = {cli_path().string(), "plan", config("demo.yaml"),
+                                         "--json"};
+  const auto two =
+      cell_env(run_process(plan, std::chrono::seconds(60), {{"CUDA_VISIBLE_DEVICES", "2"}}));
+  const auto three =
+      cell_env(run_process(plan, std::chrono::seconds(60), {{"CUDA_VISIBLE_DEVICES", "3"}}));
+  EXPECT_EQ(two["env"]["CUDA_VISIBLE_DEVICES"], "2");
+  EXPECT_NE(two["config_hash"], three["config_hash"]);
+}
+
 TEST(PlanCli, InvalidSweepExitsTwoWithEveryError) {
   const auto dir = make_temp_dir("plan-cli");
   std::ifstream in(config("qwen3.6-27b-dflash-ddtree.yaml"));
