@@ -211,6 +211,12 @@ struct CellResult {
 std::string to_json(const CellResult& result);
 /// Parses a cell result; fails on malformed JSON, a missing field or an unknown schema version.
 Expected<CellResult> cell_result_from_json(const std::string& text);
+/// Whether a finished (ok) result agrees with itself, as every result the runner writes does:
+/// its runs and summary are what its requests give, its requests have finite, ordered times and
+/// belong to its runs, and it records no failure. invalid_argument naming the first contradiction
+/// (e.g. "summary.e2e_s.p99 is 9 in the file, 1.2 from its requests") for a result edited or
+/// damaged after the run. Results that are not ok pass: nothing of theirs is reported as measured.
+Status check_cell_result(const CellResult& result);
 
 // ---------------------------------------------------------------------------------------------
 // The sweep manifest

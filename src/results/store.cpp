@@ -216,6 +216,11 @@ std::vector<CellResult> ResultStore::load_all(std::vector<std::string>* problems
         problems->push_back((dir_ / "cells" / (id + ".json")).string() +
                             " holds the result of cell " + r->cell_id + ", not of " + id +
                             "; left out (a copy or a renamed file: move it out of cells/)");
+    } else if (const Status consistent = check_cell_result(*r); !consistent) {
+      // Numbers its own requests do not give: edited or damaged after the run.
+      if (problems)
+        problems->push_back((dir_ / "cells" / (id + ".json")).string() + ": " +
+                            consistent.message() + "; left out (" + consistent.remedy() + ")");
     } else {
       out.push_back(std::move(*r));
     }

@@ -399,11 +399,12 @@ Status SweepRun::prepare_store() {
       it = batches.emplace(why, stale_batch_name(store_.dir(), why)).first;
     return it->second;
   };
-  auto move = [&](const std::string& id, const std::string& why) {
+  auto move = [&](const std::string& id, const std::string& why, const std::string& detail = "") {
     auto moved = store_.move_aside(id, batch(why));
     if (moved) {
       ++out_.moved_aside;
-      message("moved " + id + " aside (" + why + ") to " + moved->string());
+      message("moved " + id + " aside (" + why + ") to " + moved->string() +
+              (detail.empty() ? "" : ": " + detail));
     } else if (failed) {
       failed = Status(StatusCode::io_error,
                       "could not move " + id + " (" + why + ") aside into " +
@@ -427,6 +428,12 @@ Status SweepRun::prepare_store() {
     }
     if (stored->config_hash != cell->config_hash) {
       move(id, "config-changed");
+      continue;
+    }
+    // A finished result whose numbers its own requests do not give was edited or damaged: it
+    // is kept in stale/ and the cell is measured again rather than reported.
+    if (const Status consistent = check_cell_result(*stored); !consistent) {
+      move(id, "inconsistent", consistent.message());
       continue;
     }
     if (opt_.fresh && selected(*cell)) {

@@ -50,6 +50,7 @@ CellResult cell(const std::string& phase, MethodKind kind, int block, int budget
     q.verify_steps = acceptance ? static_cast<int64_t>(tokens / *acceptance) : -1;
     r.requests.push_back(q);
   }
+  r.workload.runs = static_cast<int>(std::max<size_t>(run_tps.size(), 1));
   r.runs = summarize_runs(r.requests, static_cast<int>(run_tps.size()));
   r.summary = summarize_cell(r.requests, r.runs);
   r.notes = {"server model is synthetic"};

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <csignal>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <sstream>
 #include <sys/wait.h>
@@ -120,6 +121,83 @@ TEST(CellResultJson, ANonFiniteFigureKeepsTheFileReadable) {
   EXPECT_TRUE(std::isnan(back->summary.e2e_s.stddev)); // written as null, read as NaN
   EXPECT_EQ(back->summary.e2e_s.max, 1e300);
   EXPECT_EQ(back->requests.size(), 3u);
+}
+
+TEST(CellResultCheck, AResultAsTheRunnerWritesItAgreesWithItselfAfterARoundTrip) {
+  auto r = sample_result("tp1-ddtree-b12");
+  EXPECT_TRUE(check_cell_result(r));
+  auto back = cell_result_from_json(to_json(r));
+  ASSERT_TRUE(back);
+  EXPECT_TRUE(check_cell_result(*back)) << check_cell_result(*back).to_string();
+  // Figures that overflowed are written as null and read as NaN: still the runner's own.
+  r.requests[0].e2e_s = 1e300;
+  r.runs = summarize_runs(r.requests, 1);
+  r.summary = summarize_cell(r.requests, r.runs);
+  back = cell_result_from_json(to_json(r));
+  ASSERT_TRUE(back);
+  EXPECT_TRUE(check_cell_result(*back)) << check_cell_result(*back).to_string();
+}
+
+TEST(CellResultCheck, EachKindOfEditIsFoundAndNamed) {
+  const auto verdict = [](const std::function<void(CellResult&)>& edit) {
+    auto r = sample_result("tp1-ddtree-b12");
+    edit(r);
+    auto back = cell_result_from_json(to_json(r)); // as read from the file
+    EXPECT_TRUE(back) << back.status().to_string();
+    const Status s = check_cell_result(*back);
+    return s ? std::string("consistent") : s.message();
+  };
+  const auto names = [&](const std::function<void(CellResult&)>& edit, const std::string& what) {
+    const std::string message = verdict(edit);
+    EXPECT_NE(message.find(what), std::string::npos) << message;
+    EXPECT_NE(message.find("tp1-ddtree-b12 contradicts itself"), std::string::npos) << message;
+  };
+  names([](CellResult& r) { r.summary.output_tokens_per_s.p50 *= 1.5; },
+        "summary.output_tokens_per_s.p50 is");
+  names([](CellResult& r) { r.summary.e2e_s.p99 = 0.1; }, "summary.e2e_s.p99");
+  names([](CellResult& r) { r.summary.acceptance_length = 7.0; }, "summary.acceptance_length is 7");
+  names([](CellResult& r) { r.summary.acceptance_length.reset(); },
+        "summary.acceptance_length is absent from the file");
+  names([](CellResult& r) { r.runs[0].duration_s /= 2; }, "runs[0].duration_s");
+  names([](CellResult& r) { r.summary.failed = 0; }, "summary.failed is 0 in the file, 1");
+  // A request edited alone: the summary no longer follows from it.
+  names([](CellResult& r) { r.requests[0].e2e_s = 0.2; }, "from its requests");
+  names([](CellResult& r) { r.requests[0].ttft_s = -1; }, "negative or non-finite time");
+  names([](CellResult& r) { r.requests[2].ttft_s = 5; }, "first token (5 s) after its end");
+  names([](CellResult& r) { r.requests[0].run = 3; }, "belongs to no run of the 1 recorded");
+  names([](CellResult& r) { r.requests[0].itl_s.push_back(-0.5); }, "inter-token gap");
+  names([](CellResult& r) { r.requests[0].output_tokens = -4; }, "negative token count");
+  names([](CellResult& r) { r.requests.clear(); }, "holds no measured request");
+  names([](CellResult& r) { r.workload.runs = 3; }, "holds 1 runs where its workload has 3");
+  names(
+      [](CellResult& r) {
+        r.failure = CellFailure{CellStage::measure, "died"};
+      },
+      "status is ok but it records a failure (died)");
+  // A cell that did not finish is never reported as measured: not checked.
+  EXPECT_EQ(verdict([](CellResult& r) {
+              r.status = CellStatus::failed;
+              r.summary.e2e_s.p99 = 0.1;
+            }),
+            "consistent");
+}
+
+TEST(CellResultCheck, LoadAllLeavesAnEditedResultOutAsAProblem) {
+  const auto dir = specbench::testing::make_temp_dir("store-edited");
+  auto store = ResultStore::open(dir);
+  ASSERT_TRUE(store);
+  ASSERT_TRUE(store->commit(sample_result("tp1-a")));
+  auto edited = sample_result("tp1-b");
+  edited.summary.output_tokens_per_s.max *= 2;
+  ASSERT_TRUE(store->commit(edited));
+  std::vector<std::string> problems;
+  const auto loaded = store->load_all(&problems);
+  ASSERT_EQ(loaded.size(), 1u);
+  EXPECT_EQ(loaded[0].cell_id, "tp1-a");
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find("tp1-b.json"), std::string::npos) << problems[0];
+  EXPECT_NE(problems[0].find("summary.output_tokens_per_s.max"), std::string::npos) << problems[0];
+  EXPECT_NE(problems[0].find("left out"), std::string::npos) << problems[0];
 }
 
 TEST(CellResultJson, ServerSideFiguresRoundTrip) {

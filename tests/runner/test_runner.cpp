@@ -10,6 +10,7 @@
 #include "support/test_paths.hpp"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <csignal>
 #include <fcntl.h>
@@ -190,6 +191,53 @@ TEST(Runner, FreshRedoesOnlyTheSelectedCells) {
   auto bad = run_sweep(sweep, matrix, o);
   ASSERT_FALSE(bad);
   EXPECT_EQ(bad.status().code(), StatusCode::invalid_argument);
+}
+
+// A finished result whose numbers were edited after the run is not reused or reported: it goes
+// to stale/ (kept, never deleted) and the cell is measured again.
+TEST(Runner, AnEditedResultIsMovedAsideAndMeasuredAgain) {
+  const auto dir = specbench::testing::make_temp_dir("runner-edited");
+  auto sweep = small_sweep();
+  auto matrix = expand(sweep);
+  ASSERT_TRUE(run_sweep(sweep, matrix, options(dir)));
+  const fs::path file = dir / "cells" / "tp1-autoregressive.json";
+  auto j = nlohmann::json::parse(std::ifstream(file));
+  const double measured = j["summary"]["output_tokens_per_s"]["p50"].get<double>();
+  j["summary"]["output_tokens_per_s"]["p50"] = measured * 10; // a better number, typed in
+  std::ofstream(file) << j.dump(2);
+  auto edited = ResultStore::open(dir)->load("tp1-autoregressive");
+  ASSERT_TRUE(edited);
+  const Status verdict = check_cell_result(*edited);
+  ASSERT_FALSE(verdict);
+  EXPECT_NE(verdict.message().find("summary.output_tokens_per_s.p50"), std::string::npos)
+      << verdict.message();
+
+  std::vector<std::string> messages;
+  auto o = options(dir);
+  o.on_event = [&](const RunnerEvent& e) {
+    if (e.kind == RunnerEventKind::message)
+      messages.push_back(e.message);
+  };
+  auto again = run_sweep(sweep, matrix, o);
+  ASSERT_TRUE(again) << again.status().to_string();
+  EXPECT_EQ(again->moved_aside, 1);
+  EXPECT_EQ(again->ran, 1);
+  EXPECT_EQ(again->already_done, 1);
+  bool told = false;
+  for (const auto& m : messages)
+    told |= m.find("tp1-autoregressive aside (inconsistent)") != std::string::npos &&
+            m.find("summary.output_tokens_per_s.p50") != std::string::npos;
+  EXPECT_TRUE(told);
+  // The edited file is kept in stale/, and the new result is a measurement that agrees with itself.
+  bool kept = false;
+  for (auto it = fs::recursive_directory_iterator(dir / "stale");
+       it != fs::recursive_directory_iterator(); ++it)
+    kept |= it->path().filename() == "tp1-autoregressive.json";
+  EXPECT_TRUE(kept);
+  auto fresh = ResultStore::open(dir)->load("tp1-autoregressive");
+  ASSERT_TRUE(fresh);
+  EXPECT_TRUE(check_cell_result(*fresh));
+  EXPECT_LT(fresh->summary.output_tokens_per_s.p50, measured * 5);
 }
 
 TEST(Runner, ASecondRunOnTheSameDirectoryIsRefused) {
