@@ -171,6 +171,14 @@ bool host_name_ok(const std::string& h) {
 
 std::vector<Diagnostic> validate_sweep(const Sweep& s) {
   Findings f;
+  // Each dataset is read and parsed once, however many checks or workloads look at it.
+  std::map<std::filesystem::path, detail::DatasetSummary> scans;
+  const auto scan = [&](const std::filesystem::path& file) -> const detail::DatasetSummary& {
+    auto it = scans.find(file);
+    if (it == scans.end())
+      it = scans.emplace(file, detail::scan_dataset(file)).first;
+    return it->second;
+  };
   // The name is the default results directory (results/NAME): a path there would write elsewhere.
   if (!s.name.empty() && (!id_safe(s.name) || s.name.find_first_not_of('.') == std::string::npos))
     f.error("name", "the sweep name \"" + s.name + "\" cannot name a directory under results/",
@@ -308,7 +316,7 @@ std::vector<Diagnostic> validate_sweep(const Sweep& s) {
                 "give a JSONL file (one {\"prompt\": ...} or {\"input_ids\": [...]} per line); "
                 "relative paths are relative to the sweep file");
       } else {
-        const auto sum = detail::scan_dataset(w.dataset);
+        const auto& sum = scan(w.dataset);
         if (!sum.problem.empty())
           f.error(p + ".dataset", "dataset " + w.dataset.string() + ": " + sum.problem,
                   "each line must be a JSON object with \"prompt\", \"text\", \"messages\" or "
@@ -430,7 +438,7 @@ std::vector<Diagnostic> validate_sweep(const Sweep& s) {
       int prompt = w.longest_prompt();
       std::string prompt_key = w.prompt_tokens > 0 ? ".prompt_tokens" : ".max_prompt_tokens";
       if (!w.dataset.empty()) {
-        const auto sum = detail::scan_dataset(w.dataset);
+        const auto& sum = scan(w.dataset);
         if (w.max_prompt_tokens > 0 && sum.longest_ids > w.max_prompt_tokens)
           f.error(p + ".max_prompt_tokens",
                   "max_prompt_tokens " + std::to_string(w.max_prompt_tokens) +
