@@ -13,5 +13,11 @@ namespace specbench::detail {
 inline std::string json_text(const nlohmann::json& j, int indent = -1) {
   return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }
+/// json_text for a document whose keys keep the order they were added in (the preflight report,
+/// whose schema and facts are documented in that order): converting it to nlohmann::json would
+/// sort them.
+inline std::string ordered_json_text(const nlohmann::ordered_json& j, int indent = -1) {
+  return j.dump(indent, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
 
 } // namespace specbench::detail

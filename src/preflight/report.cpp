@@ -195,7 +195,7 @@ std::string PreflightReport::to_json(int indent) const {
     cj["remedy"] = c.remedy.empty() ? json(nullptr) : json(c.remedy);
     j["checks"].push_back(std::move(cj));
   }
-  return detail::json_text(j, indent);
+  return detail::ordered_json_text(j, indent);
 }
 
 std::string PreflightReport::to_table(bool colour) const {

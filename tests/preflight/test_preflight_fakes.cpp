@@ -564,8 +564,22 @@ TEST(PreflightFakes, JsonReportFollowsSchema) {
   m.set("FAKE_GPU_COUNT", "8");
   m.set("FAKE_CUDA_INIT_RESULT", "999");
   const PreflightReport r = run_preflight(m.plan(1));
-  const auto j = nlohmann::json::parse(r.to_json());
+  const std::string text = r.to_json();
+  const auto j = nlohmann::json::parse(text);
   EXPECT_EQ(j["schema_version"], 1);
+  // The documented order: the schema version first, and each check's facts as they were read.
+  const auto in_order = nlohmann::ordered_json::parse(text);
+  EXPECT_EQ(in_order.begin().key(), "schema_version") << text.substr(0, 200);
+  for (const auto& c : in_order["checks"]) {
+    const auto& check = r.checks[static_cast<size_t>(&c - &in_order["checks"][0])];
+    std::vector<std::string> keys;
+    for (auto it = c["facts"].begin(); it != c["facts"].end(); ++it)
+      keys.push_back(it.key());
+    std::vector<std::string> read;
+    for (const auto& [k, v] : check.facts)
+      read.push_back(k);
+    EXPECT_EQ(keys, read) << check.id;
+  }
   EXPECT_EQ(j["verdict"], "fail");
   EXPECT_EQ(j["exit_code"], 1);
   // host.uvm fails first, but host findings are evidence: the headline is cuInit's failure.
