@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -54,6 +55,14 @@ double uptime_s(Run& run) {
   return in ? up : -1;
 }
 
+// "org/name" that is not a folder here: what a sweep or --model gives for a model the server
+// downloads from the Hugging Face hub.
+bool looks_like_hub_id(const std::string& path) {
+  const auto slash = path.find('/');
+  return slash != std::string::npos && slash > 0 && slash + 1 < path.size() &&
+         path.find('/', slash + 1) == std::string::npos && path[0] != '.' && path[0] != '~';
+}
+
 std::string since(double s) {
   if (s < 0)
     return "an unknown time";
@@ -66,20 +75,33 @@ std::string since(double s) {
 
 // Checks one .safetensors file: an 8-byte little-endian header length, a JSON header, and a file
 // exactly as long as the header's largest data offset says. Returns "" when plausible.
+// Why a file cannot be opened. Only a permission problem starts with "cannot be read" (which the
+// caller diagnoses as one): anything else is damage that "download it again" fixes.
+std::string open_failure(const std::error_code& ec) {
+  if (ec == std::errc::permission_denied || ec == std::errc::operation_not_permitted)
+    return "cannot be read: " + ec.message();
+  if (ec == std::errc::too_many_symbolic_link_levels)
+    return "a loop of symbolic links";
+  return "cannot be opened: " + ec.message();
+}
+
 std::string check_safetensors(const fs::path& p, uintmax_t& size_out) {
   std::error_code ec;
-  if (!fs::exists(p, ec)) {
-    if (ec)
-      return "cannot be read: " + ec.message();
+  const auto st = fs::status(p, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory)
+    return open_failure(ec);
+  if (!fs::exists(st)) {
     if (fs::is_symlink(fs::symlink_status(p, ec)))
       return "dangling symlink (its blob is gone)";
     return "missing";
   }
+  if (fs::is_directory(st))
+    return "a directory, not a weight file";
   size_out = fs::file_size(p, ec);
   if (ec)
-    return "cannot be read: " + ec.message();
+    return open_failure(ec);
   if (::access(p.c_str(), R_OK) != 0)
-    return std::string("cannot be read: ") + std::strerror(errno);
+    return open_failure(std::error_code(errno, std::generic_category()));
   std::ifstream in(p, std::ios::binary);
   unsigned char len_bytes[8] = {};
   if (!in.read(reinterpret_cast<char*>(len_bytes), 8))
@@ -125,9 +147,28 @@ void run_model_layer(Run& run) {
   if (path.empty())
     return;
   std::error_code ec;
-  const bool in_shm = path.rfind("/dev/shm", 0) == 0;
+  // The model lives in /dev/shm when its path, or where its symbolic link points (relative
+  // links resolved from the link's folder), is inside /dev/shm: not /dev/shm2 or /dev/shmx.
+  const auto inside_shm = [](const fs::path& p) {
+    const fs::path normal = p.lexically_normal();
+    auto it = normal.begin();
+    for (const char* part : {"/", "dev", "shm"})
+      if (it == normal.end() || *it++ != part)
+        return false;
+    return true;
+  };
+  const fs::path absolute = fs::absolute(path, ec);
+  fs::path link_target;
+  if (fs::is_symlink(fs::symlink_status(path, ec))) {
+    const fs::path target = fs::read_symlink(path, ec);
+    if (!ec)
+      link_target =
+          (target.is_absolute() ? target : absolute.parent_path() / target).lexically_normal();
+  }
+  const bool link_to_shm = !link_target.empty() && inside_shm(link_target);
+  const bool in_shm = inside_shm(absolute) || link_to_shm;
   const auto shm_diagnosis = [&](CheckResult& c) {
-    const std::string type = fs_type(run, path);
+    const std::string type = fs_type(run, link_to_shm ? link_target.string() : path);
     const double up = uptime_s(run);
     c.facts.emplace_back("filesystem", type.empty() ? "unknown" : type);
     c.facts.emplace_back("host_uptime", since(up));
@@ -175,13 +216,18 @@ void run_model_layer(Run& run) {
       c.diagnosis = "the model path's links point at each other";
       c.remedy = "point the link at the real model directory";
     } else if (!fs::is_directory(st)) {
-      const bool link_to_shm = is_link && target.rfind("/dev/shm", 0) == 0;
       c.status = CheckStatus::fail;
       c.summary = "model directory " + path + " does not exist" +
                   (is_link ? " (a symbolic link to " + target + ", which is gone)" : "");
-      if (in_shm || link_to_shm)
+      if (in_shm)
         shm_diagnosis(c);
-      else {
+      else if (looks_like_hub_id(path)) {
+        c.diagnosis = "\"" + path +
+                      "\" is not a folder here; it looks like a Hugging Face hub id, which the "
+                      "server downloads itself, and the model layer checks local folders only";
+        c.remedy = "give the local folder the server loads (--model /path/to/model), or leave "
+                   "--model out to skip the model layer";
+      } else {
         c.diagnosis = "the path is wrong or the model was never downloaded here";
         c.remedy = "download the model (e.g. huggingface-cli download ORG/NAME --local-dir " +
                    path + ") or fix --model";
@@ -293,7 +339,13 @@ void run_model_layer(Run& run) {
         if (total)
           declared = total->get<uintmax_t>();
       }
-    } else if (fs::exists(fs::path(path) / "model.safetensors", ec)) {
+    } else if (fs::is_symlink(fs::symlink_status(index, ec))) {
+      // The Hugging Face cache links every file to a blob: the blob is gone.
+      c.status = CheckStatus::fail;
+      c.summary = "model.safetensors.index.json is a dangling symlink (to " +
+                  fs::read_symlink(index, ec).string() + ", which is gone)";
+    } else if (fs::exists(fs::path(path) / "model.safetensors", ec) ||
+               fs::is_symlink(fs::symlink_status(fs::path(path) / "model.safetensors", ec))) {
       shards = {"model.safetensors"};
     } else {
       c.status = CheckStatus::fail;
@@ -303,7 +355,15 @@ void run_model_layer(Run& run) {
     int bad = 0;
     for (const auto& s : shards) {
       uintmax_t size = 0;
-      const std::string why = check_safetensors(fs::path(path) / s, size);
+      // A server loads the shards from the model folder; a name that leaves it (absolute, or
+      // through "..") is not there for the server, and is not read here.
+      const fs::path name(s);
+      const bool outside =
+          name.empty() || name.is_absolute() ||
+          std::any_of(name.begin(), name.end(), [](const fs::path& part) { return part == ".."; });
+      const std::string why = outside
+                                  ? "outside the model folder (the index must name files inside it)"
+                                  : check_safetensors(fs::path(path) / s, size);
       weight_bytes += size;
       if (!why.empty()) {
         unreadable |= why.rfind("cannot be read", 0) == 0;

@@ -213,6 +213,95 @@ TEST(PreflightModel, AFileOrALinkLoopIsNamedForWhatItIs) {
   EXPECT_THAT(check(r, "model.dir").diagnosis, HasSubstr("emptied at every boot"));
 }
 
+// Only a permission problem gets the chmod answer: a shard that is a folder or a link loop is a
+// damaged download.
+TEST(PreflightModel, AShardThatIsAFolderOrALinkLoopIsDamageNotPermission) {
+  FakeMachine m("model-odd-shards");
+  m.healthy(1);
+  PreflightPlan plan = m.plan(1);
+  const fs::path dir = make_model(m.root / "models/qwen", 2, 10);
+  fs::remove(dir / "model-00001-of-00002.safetensors");
+  fs::create_directory(dir / "model-00001-of-00002.safetensors");
+  fs::remove(dir / "model-00002-of-00002.safetensors");
+  fs::create_symlink("model-00002-of-00002.safetensors", dir / "model-00002-of-00002.safetensors");
+  plan.model_path = dir.string();
+  const PreflightReport r = run_preflight(plan);
+  const CheckResult& w = check(r, "model.weights");
+  EXPECT_EQ(w.status, CheckStatus::fail);
+  EXPECT_THAT(w.summary,
+              HasSubstr("model-00001-of-00002.safetensors: a directory, not a weight file"));
+  EXPECT_THAT(w.summary, HasSubstr("model-00002-of-00002.safetensors: a loop of symbolic links"));
+  EXPECT_THAT(w.diagnosis, HasSubstr("incomplete"));
+  EXPECT_THAT(w.remedy, ::testing::Not(HasSubstr("chmod")));
+}
+
+// The server loads the shards from the model folder: an index naming a file elsewhere fails,
+// and that file is not read (nor counted).
+TEST(PreflightModel, AnIndexNamingAFileOutsideTheModelFails) {
+  FakeMachine m("model-escape");
+  m.healthy(1);
+  PreflightPlan plan = m.plan(1);
+  const fs::path dir = make_model(m.root / "models/qwen", 1, 10);
+  write_shard(m.root / "models/outside.safetensors", 10);
+  plan.model_path = dir.string();
+  for (const std::string name :
+       {std::string("../outside.safetensors"), (m.root / "models/outside.safetensors").string()}) {
+    std::ofstream(dir / "model.safetensors.index.json")
+        << R"({"metadata":{"total_size":40},"weight_map":{"w":")" << name << "\"}}";
+    const PreflightReport r = run_preflight(plan);
+    const CheckResult& w = check(r, "model.weights");
+    EXPECT_EQ(w.status, CheckStatus::fail) << name;
+    EXPECT_THAT(w.summary, HasSubstr(name + ": outside the model folder"));
+    bool counted = false;
+    for (const auto& [k, v] : w.facts)
+      counted |= k == "bytes_on_disk" && v != "0";
+    EXPECT_FALSE(counted) << name;
+  }
+}
+
+TEST(PreflightModel, OnlyPathsInsideDevShmGetTheRebootDiagnosis) {
+  FakeMachine m("model-shm-paths");
+  m.healthy(1);
+  std::ofstream(m.root / "proc/mounts") << "tmpfs /dev/shm tmpfs rw,nosuid,nodev 0 0\n";
+  std::ofstream(m.root / "proc/uptime") << "600.0 100.0\n";
+  PreflightPlan plan = m.plan(1);
+  const std::string gone = "specbench-test-gone-" + std::to_string(::getpid());
+  for (const std::string near : {"/dev/shm2/" + gone, "/dev/shm" + gone}) {
+    plan.model_path = near;
+    const PreflightReport r = run_preflight(plan);
+    EXPECT_THAT(check(r, "model.dir").diagnosis, HasSubstr("never downloaded")) << near;
+  }
+  // A relative link that leads into /dev/shm is a model staged there.
+  fs::create_directories(m.root / "models");
+  fs::create_symlink(fs::path("/dev/shm/" + gone).lexically_relative(m.root / "models"),
+                     m.root / "models/relative");
+  plan.model_path = (m.root / "models/relative").string();
+  const PreflightReport r = run_preflight(plan);
+  EXPECT_THAT(check(r, "model.dir").diagnosis, HasSubstr("emptied at every boot"));
+  bool tmpfs = false;
+  for (const auto& [k, v] : check(r, "model.dir").facts)
+    tmpfs |= k == "filesystem" && v == "tmpfs";
+  EXPECT_TRUE(tmpfs); // the filesystem of the link's target, not of the link
+}
+
+TEST(PreflightModel, ADanglingIndexLinkAndAHubIdAreNamed) {
+  FakeMachine m("model-index-link");
+  m.healthy(1);
+  PreflightPlan plan = m.plan(1);
+  const fs::path dir = make_model(m.root / "models/qwen", 1, 10);
+  fs::remove(dir / "model.safetensors.index.json");
+  fs::create_symlink("../../blobs/0123abcd", dir / "model.safetensors.index.json");
+  plan.model_path = dir.string();
+  PreflightReport r = run_preflight(plan);
+  EXPECT_THAT(
+      check(r, "model.weights").summary,
+      HasSubstr("model.safetensors.index.json is a dangling symlink (to ../../blobs/0123abcd"));
+  plan.model_path = "Qwen/specbench-test-no-such-model-" + std::to_string(::getpid());
+  r = run_preflight(plan);
+  EXPECT_THAT(check(r, "model.dir").diagnosis, HasSubstr("Hugging Face hub id"));
+  EXPECT_THAT(check(r, "model.dir").remedy, HasSubstr("leave --model out"));
+}
+
 // Files the user may not read are a permission problem, not a broken download. As root (CI) the
 // check runs in a child that drops to nobody, since root reads everything.
 TEST(PreflightModel, UnreadableFilesAreAPermissionProblem) {
