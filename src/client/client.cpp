@@ -70,10 +70,12 @@ std::optional<int64_t> as_count(const json& v, const char* what, std::string* ba
            ", which is not a count (a whole number from 0 to 2^31 - 1)";
   return std::nullopt;
 }
-// The count under `key`, if the server sent a number there.
+// The count under `key`; absent or null means not reported. Anything else that is not a count
+// (a string "16", an object) is garbage: ignored, the count would silently fall back to counting
+// chunks, so it goes to `bad` like a negative number does.
 std::optional<int64_t> get_count(const json& o, const char* key, std::string* bad) {
   auto it = o.find(key);
-  if (it == o.end() || !it->is_number())
+  if (it == o.end() || it->is_null())
     return std::nullopt;
   return as_count(*it, key, bad);
 }
@@ -313,6 +315,7 @@ struct Transfer {
   std::string body;       // non-SSE body, or an error body
   int64_t last_completion = 0;
   bool saw_done = false, saw_finish = false;
+  Clock::time_point t_done; // when [DONE] arrived: the answer is complete there
   ErrorKind fail = ErrorKind::none;
   std::string fail_msg;
   char errbuf[CURL_ERROR_SIZE] = {0};
@@ -458,6 +461,8 @@ struct Transfer {
               content = &*t;
             else if (auto rc = d->find("reasoning_content"); rc != d->end() && rc->is_string())
               content = &*rc;
+            else if (auto rs = d->find("reasoning"); rs != d->end() && rs->is_string())
+              content = &*rs; // vLLM's name for it since late 2025 (reasoning_content before)
           }
         }
         if (content && content->is_string() && !content->get_ref<const std::string&>().empty())
@@ -485,6 +490,8 @@ struct Transfer {
     std::string data;
     data.swap(event_data);
     if (data == "[DONE]") {
+      if (!saw_done)
+        t_done = now;
       saw_done = true;
       return true;
     }
@@ -507,6 +514,10 @@ struct Transfer {
     if (l[0] == ':')
       return true; // comment / keep-alive
     if (l.substr(0, 5) == "data:") {
+      // Progress is data, not bytes: a server that only sends keep-alive comments while stuck
+      // must still hit the idle timeout and the runner's stall watchdog.
+      t_last_byte = now;
+      bytes_counter->fetch_add(l.size() + 1, std::memory_order_relaxed);
       l.remove_prefix(5);
       if (!l.empty() && l[0] == ' ')
         l.remove_prefix(1);
@@ -584,9 +595,7 @@ size_t on_data(char* p, size_t size, size_t n, void* user) {
   const size_t len = size * n;
   const auto now = Clock::now();
   t->got_first_byte = true;
-  t->t_last_byte = now;
   t->rec.bytes += static_cast<int64_t>(len);
-  t->bytes_counter->fetch_add(len, std::memory_order_relaxed);
   if (static_cast<size_t>(t->rec.bytes) > t->opt->max_body_bytes) {
     t->set_fail(ErrorKind::body_too_large,
                 "response larger than " + std::to_string(t->opt->max_body_bytes) + " bytes");
@@ -595,6 +604,8 @@ size_t on_data(char* p, size_t size, size_t n, void* user) {
   long status = 0;
   curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
   if (status < 200 || status >= 300 || !t->is_sse) {
+    t->t_last_byte = now; // not a stream: every byte is progress
+    t->bytes_counter->fetch_add(len, std::memory_order_relaxed);
     if (status >= 200 && status < 300)
       t->body.append(p, len);
     else if (t->body.size() < 64 * 1024)
@@ -786,8 +797,10 @@ struct Client::Impl {
     }
     r.error = t.fail;
     r.error_message = t.fail_msg;
+    // The answer is complete at [DONE]: what the server does with the connection after it
+    // (keep-alive comments, a late final chunk) is not the request's latency.
     if (r.error == ErrorKind::none)
-      r.e2e_s = secs(t.t_start, t_end);
+      r.e2e_s = secs(t.t_start, t.saw_done ? t.t_done : t_end);
     int streamed = 0; // tokens the stream itself showed (OpenAI: one per chunk with text)
     for (int k : r.chunk_tokens)
       streamed += k;
@@ -801,6 +814,23 @@ struct Client::Impl {
       r.error_message = "the server streamed " + std::to_string(streamed) +
                         " tokens but reported " + std::to_string(r.output_tokens) +
                         " output tokens in its final count";
+    }
+    if (r.error == ErrorKind::none && r.output_tokens == 0 && streamed > 0) {
+      // Text streamed, and a final count of none: the count is the lie (not a full context).
+      r.error = ErrorKind::malformed;
+      r.error_message = "the server streamed " + std::to_string(streamed) +
+                        " tokens but reported 0 output tokens in its final count";
+    }
+    if (r.error == ErrorKind::none && opt.stream && r.output_tokens > 0 && streamed == 0) {
+      // Tokens with no chunk that carried one: no time to first token or gap between tokens
+      // was measured, and a 0 would enter the cell's latency figures as if it had been.
+      r.error = ErrorKind::malformed;
+      r.error_message =
+          "the server reported " + std::to_string(r.output_tokens) + " output tokens, but " +
+          (t.is_sse ? std::string("no event of its stream carried a token (text, or a rising "
+                                  "completion_tokens)")
+                    : std::string("it answered a streaming request with one whole body")) +
+          ", so time to first token and inter-token latency cannot be measured";
     }
     if (r.error == ErrorKind::none && t.max_new_tokens >= 0 && r.output_tokens > t.max_new_tokens) {
       // A lie that would otherwise pass as throughput.
@@ -944,6 +974,14 @@ struct Client::Impl {
       for (Transfer* t : active_list) {
         if (!t->active)
           continue;
+        if (t->saw_done && t->fail == ErrorKind::none && secs(t->t_done, now) > 1.0) {
+          // [DONE] came a second ago and the body still has not ended: the answer is complete,
+          // so it is kept (timed at [DONE]) and the connection is dropped.
+          finish_transfer(*t, CURLE_OK, false);
+          complete(*t);
+          any_done = true;
+          continue;
+        }
         if (!t->got_first_byte && secs(t->t_start, now) > opt.first_byte_timeout_s) {
           t->set_fail(ErrorKind::timeout_first_byte,
                       "no response byte within " + std::to_string(opt.first_byte_timeout_s) + " s");

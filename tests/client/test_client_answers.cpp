@@ -1,0 +1,169 @@
+// The client against answers the simulated server never gives, served byte for byte: counts sent
+// as strings, vLLM's reasoning deltas, streams whose tokens no event carries, keep-alive comments
+// from a stuck server, a body that does not end after [DONE]. Each either measures what the
+// answer really held or fails the request naming why; none enters the figures as a made-up number.
+#include "canned_http_server.hpp"
+#include "specbench/client.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+using namespace specbench;
+using specbench::testing::CannedHttpServer;
+using Piece = CannedHttpServer::Piece;
+
+namespace {
+
+ClientOptions options(const std::string& url, ApiKind api) {
+  ClientOptions o;
+  o.base_url = url;
+  o.api = api;
+  o.backend = api == ApiKind::generate ? Backend::sglang : Backend::openai;
+  o.model = "m";
+  o.stream = true;
+  o.connect_timeout_s = 1;
+  o.first_byte_timeout_s = 2;
+  o.request_timeout_s = 5;
+  return o;
+}
+
+RequestRecord one_request(const CannedHttpServer& server, ApiKind api, int max_new = 4,
+                          double idle_timeout_s = 0) {
+  auto o = options(server.url(), api);
+  o.idle_timeout_s = idle_timeout_s;
+  Client client(o);
+  RequestSpec r;
+  r.prompt.input_ids = {1, 2, 3};
+  r.max_new_tokens = max_new;
+  r.ignore_eos = true;
+  auto run = client.run({r}, 1);
+  EXPECT_TRUE(run.has_value());
+  return run && !run->records.empty() ? run->records[0] : RequestRecord{};
+}
+
+std::string chat_chunk(const std::string& delta_key, const std::string& text) {
+  return CannedHttpServer::event(R"({"choices":[{"index":0,"delta":{")" + delta_key + R"(":")" +
+                                 text + R"("},"finish_reason":null}]})");
+}
+
+} // namespace
+
+// SGLang counts as strings: taken as "not reported", the client would count one token per event
+// (8 instead of 16 here) and report half the throughput and acceptance 1.
+TEST(ClientAnswers, ACountSentAsAStringFailsTheRequest) {
+  std::vector<Piece> script = {{CannedHttpServer::sse_head()}};
+  for (int i = 1; i <= 2; ++i)
+    script.push_back({CannedHttpServer::event(R"({"text":"ab","meta_info":{"completion_tokens":")" +
+                                              std::to_string(2 * i) + R"(","spec_verify_ct":)" +
+                                              std::to_string(i) + "}}")});
+  script.push_back({CannedHttpServer::event("[DONE]")});
+  CannedHttpServer server(script);
+  const RequestRecord r = one_request(server, ApiKind::generate);
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.error, ErrorKind::malformed) << r.error_message;
+  EXPECT_NE(r.error_message.find("completion_tokens = \"2\", which is not a count"),
+            std::string::npos)
+      << r.error_message;
+}
+
+// vLLM streams a reasoning model's thinking as delta.reasoning (reasoning_content before): those
+// are tokens, and the first of them is the first token.
+TEST(ClientAnswers, VllmReasoningDeltasAreTokens) {
+  CannedHttpServer server(
+      {{CannedHttpServer::sse_head()},
+       {chat_chunk("reasoning", "hm")},
+       {chat_chunk("reasoning", "so"), 20},
+       {chat_chunk("content", "A"), 300},
+       {chat_chunk("content", "B"), 20},
+       {CannedHttpServer::event(
+           R"({"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4}})")},
+       {CannedHttpServer::event("[DONE]")}});
+  const RequestRecord r = one_request(server, ApiKind::chat);
+  ASSERT_TRUE(r.ok) << r.error_message;
+  EXPECT_EQ(r.output_tokens, 4);
+  EXPECT_LT(r.ttft_s, 0.2); // the first reasoning chunk, not the first content chunk 0.3 s later
+  EXPECT_EQ(r.itls_s.size(), 3u);
+}
+
+// Tokens no event carried (a server that ignores stream: true, or a stream of only a final usage)
+// have no time to first token: the request fails instead of recording a TTFT of 0.
+TEST(ClientAnswers, TokensThatNoEventCarriedFailTheRequest) {
+  const std::string whole =
+      R"({"choices":[{"index":0,"text":"abcd","finish_reason":"length"}],"usage":{"prompt_tokens":3,"completion_tokens":4}})";
+  CannedHttpServer json_body(
+      {{"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
+        std::to_string(whole.size()) + "\r\nConnection: close\r\n\r\n" + whole}});
+  RequestRecord r = one_request(json_body, ApiKind::completions);
+  EXPECT_EQ(r.error, ErrorKind::malformed) << r.error_message;
+  EXPECT_NE(r.error_message.find("answered a streaming request with one whole body"),
+            std::string::npos)
+      << r.error_message;
+
+  CannedHttpServer usage_only(
+      {{CannedHttpServer::sse_head()},
+       {CannedHttpServer::event(
+           R"({"choices":[{"index":0,"text":"","finish_reason":"length"}],"usage":{"prompt_tokens":3,"completion_tokens":4}})")},
+       {CannedHttpServer::event("[DONE]")}});
+  r = one_request(usage_only, ApiKind::completions);
+  EXPECT_EQ(r.error, ErrorKind::malformed) << r.error_message;
+  EXPECT_NE(r.error_message.find("no event of its stream carried a token"), std::string::npos)
+      << r.error_message;
+}
+
+// Text streamed and a final count of 0 is a lie about the count, not a full context.
+TEST(ClientAnswers, TextWithAFinalCountOfZeroIsMalformed) {
+  CannedHttpServer server(
+      {{CannedHttpServer::sse_head()},
+       {CannedHttpServer::event(
+           R"({"choices":[{"index":0,"text":"hello world","finish_reason":null}]})")},
+       {CannedHttpServer::event(R"({"choices":[{"index":0,"text":"","finish_reason":"length"}]})")},
+       {CannedHttpServer::event(
+           R"({"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":0}})")},
+       {CannedHttpServer::event("[DONE]")}});
+  const RequestRecord r = one_request(server, ApiKind::completions);
+  EXPECT_EQ(r.error, ErrorKind::malformed) << r.error_message;
+  EXPECT_FALSE(r.context_overflow);
+  EXPECT_NE(r.error_message.find("streamed 1 tokens but reported 0 output tokens"),
+            std::string::npos)
+      << r.error_message;
+}
+
+// After [DONE] the answer is complete: a body that does not end (the server holds the
+// connection) neither stretches the request's latency nor loses it to the request timeout.
+TEST(ClientAnswers, TheAnswerEndsAtDoneWhateverTheConnectionDoesAfter) {
+  std::vector<Piece> script = {{CannedHttpServer::sse_head()}};
+  for (int i = 1; i <= 4; ++i)
+    script.push_back({CannedHttpServer::event(R"({"text":"a","meta_info":{"completion_tokens":)" +
+                                              std::to_string(i) + "}}"),
+                      10});
+  script.push_back({CannedHttpServer::event("[DONE]")});
+  script.push_back({": keep-alive\n\n", 200}); // and then nothing, for 8 s
+  CannedHttpServer server(script, 8000);
+  const auto t0 = std::chrono::steady_clock::now();
+  const RequestRecord r = one_request(server, ApiKind::generate);
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(r.ok) << r.error_message;
+  EXPECT_EQ(r.output_tokens, 4);
+  EXPECT_LT(r.e2e_s, 0.15); // timed at [DONE], about 40 ms after the start
+  EXPECT_LT(waited, 3.0);   // ended a second after [DONE], not at the 5 s request timeout
+}
+
+// A stuck server that sends only keep-alive comments is idle: the idle timeout ends the request
+// instead of the whole-request timeout (which is 10 minutes in a sweep).
+TEST(ClientAnswers, KeepAliveCommentsDoNotHideAStall) {
+  std::vector<Piece> script = {
+      {CannedHttpServer::sse_head()},
+      {CannedHttpServer::event(R"({"text":"a","meta_info":{"completion_tokens":1}})")}};
+  for (int i = 0; i < 40; ++i)
+    script.push_back({": ping\n\n", 100});
+  CannedHttpServer server(script, 5000);
+  const auto t0 = std::chrono::steady_clock::now();
+  const RequestRecord r = one_request(server, ApiKind::generate, 4, 0.5);
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(r.error, ErrorKind::timeout_total) << r.error_message;
+  EXPECT_NE(r.error_message.find("mid-response"), std::string::npos) << r.error_message;
+  EXPECT_LT(waited, 2.0); // the idle timeout (0.5 s), not the 5 s request timeout
+}
