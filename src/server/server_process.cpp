@@ -261,6 +261,17 @@ const std::vector<FatalPattern>& default_fatal_patterns() {
   return patterns;
 }
 
+// A server that logs its requests (SGLang --log-requests, vLLM's request logging) echoes
+// prompts and outputs: a prompt that mentions "Segmentation fault" or "out of memory" is not
+// the server failing. These lines are never fatal.
+bool is_request_log_line(const std::string& lowered) {
+  for (const char* marker : {"receive: obj=", "finish: obj=", "received request", "added request",
+                             "generated response", "prompt: '", "prompt: \""})
+    if (lowered.find(marker) != std::string::npos)
+      return true;
+  return false;
+}
+
 std::optional<FatalMatch> find_fatal_pattern(std::string_view log_text,
                                              const std::vector<FatalPattern>& patterns) {
   const auto& pats = patterns.empty() ? default_fatal_patterns() : patterns;
@@ -275,6 +286,8 @@ std::optional<FatalMatch> find_fatal_pattern(std::string_view log_text,
     log_text.remove_prefix(nl == std::string_view::npos ? log_text.size() : nl + 1);
     ++line_no;
     const std::string l = lower(std::string(line));
+    if (is_request_log_line(l))
+      continue;
     for (size_t i = 0; i < pats.size(); ++i)
       if (!needles[i].empty() && l.find(needles[i]) != std::string::npos) {
         std::string whole(line);

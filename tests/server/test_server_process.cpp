@@ -540,6 +540,22 @@ TEST(FatalPatterns, FindsTheSeedFailuresCaseInsensitively) {
   EXPECT_EQ(custom->pattern.diagnosis, "custom");
 }
 
+// A server that logs its requests echoes what users asked: a prompt about a segmentation fault
+// is not the server crashing, and must not fail a healthy cell. The server's own line still is.
+TEST(FatalPatterns, EchoedRequestsAreNotTheServerFailing) {
+  const std::string echoed =
+      "[2026-12-05 19:40:01] INFO Receive: obj=GenerateReqInput(text='why does my program say "
+      "Segmentation fault (core dumped)?', sampling_params={'max_new_tokens': 64})\n"
+      "[2026-12-05 19:40:02] Finish: obj=GenerateReqInput(rid='a'), out={'text': 'CUDA out of "
+      "memory means...'}\n"
+      "INFO 12-05 19:40:03 Received request cmpl-1: prompt: 'an illegal memory access', "
+      "params: SamplingParams(n=1)\n";
+  EXPECT_FALSE(find_fatal_pattern(echoed, {}).has_value());
+  const auto real = find_fatal_pattern(echoed + "Segmentation fault (core dumped)\n", {});
+  ASSERT_TRUE(real.has_value());
+  EXPECT_EQ(real->line_number, 4);
+}
+
 // ---- watchdog ----
 
 TEST(Watchdog, ServerCrashWhileMeasuringAbortsTheClient) {
