@@ -139,6 +139,9 @@ enum class SimFault {
   /// completion_tokens drops to 1 after every token was streamed; 3: spec_verify_ct 1, more
   /// tokens in one verify step than the method can commit)
   quiet_lies,
+  /// /metrics counters that claim 1,000 more accepted tokens (and accepted drafts) at every
+  /// scrape than were committed, as another client's traffic or a broken counter would
+  lying_metrics,
 };
 /// Stable name as on the command line, e.g. "crash-after".
 const char* to_string(SimFault fault) noexcept;

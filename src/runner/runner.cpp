@@ -113,7 +113,11 @@ RequestMetrics to_metrics(const RequestRecord& q) {
 
 // The server's own figures for one measured run, from scrapes right before and right after it.
 // A side that did not answer makes the figures that need it absent, with the reason.
-ServerSideFigures server_side_of(const ServerSnapshot& before, const ServerSnapshot& after) {
+// `max_tokens_per_step`: the most one verify step of the cell's method commits; counters that
+// give more (or a draft acceptance rate above 1) are not this run's, or are wrong, and are left
+// out with a note rather than reported beside the measured figures.
+ServerSideFigures server_side_of(const ServerSnapshot& before, const ServerSnapshot& after,
+                                 int max_tokens_per_step) {
   auto why = [](bool ok_before, const std::string& err_before, bool ok_after,
                 const std::string& err_after) -> std::string {
     if (!ok_before)
@@ -131,15 +135,34 @@ ServerSideFigures server_side_of(const ServerSnapshot& before, const ServerSnaps
   f.server_info_ok = before.server_info_ok && after.server_info_ok;
   f.server_info_error = why(before.server_info_ok, before.server_info_error, after.server_info_ok,
                             after.server_info_error);
+  f.notes = d.notes;
+  const auto number = [](double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.4g", v);
+    return std::string(buf);
+  };
   if (f.metrics_ok && d.acceptance_length >= 0) {
-    f.acceptance_length = d.acceptance_length;
-    f.acceptance_source = d.acceptance_source;
+    if (d.acceptance_length < 1 || d.acceptance_length > max_tokens_per_step + 1e-9)
+      f.notes.push_back("the server's counters give an acceptance length of " +
+                        number(d.acceptance_length) + " (" + d.acceptance_source +
+                        "), outside 1.." + std::to_string(max_tokens_per_step) +
+                        ", what a step of this method commits: left out (another client's "
+                        "traffic, or counters that are wrong)");
+    else {
+      f.acceptance_length = d.acceptance_length;
+      f.acceptance_source = d.acceptance_source;
+    }
   }
-  if (f.metrics_ok && d.draft_acceptance_rate >= 0)
-    f.draft_acceptance_rate = d.draft_acceptance_rate;
+  if (f.metrics_ok && d.draft_acceptance_rate >= 0) {
+    if (d.draft_acceptance_rate > 1 + 1e-9)
+      f.notes.push_back("the server's counters give a draft acceptance rate of " +
+                        number(d.draft_acceptance_rate) +
+                        ", more accepted drafts than proposed: left out");
+    else
+      f.draft_acceptance_rate = d.draft_acceptance_rate;
+  }
   if (d.sglang_avg_spec_accept_length_after >= 0)
     f.sglang_avg_spec_accept_length_after = d.sglang_avg_spec_accept_length_after;
-  f.notes = d.notes;
   return f;
 }
 
@@ -768,7 +791,7 @@ CellResult SweepRun::run_cell(const Cell& c, const Phase& phase) {
           slot = f;
           return;
         }
-        slot = server_side_of(before, scrape_server(mo));
+        slot = server_side_of(before, scrape_server(mo), c.method.verify_width());
       };
       stage_event("warmup");
       last_run = -1;

@@ -104,6 +104,7 @@ struct SimServer::Impl {
   std::deque<std::shared_ptr<Job>> pending;
   std::vector<std::shared_ptr<Job>> running;
   SimServerStats stats;
+  uint64_t metric_scrapes = 0; // lying-metrics: scrapes answered so far
   // SGLang-style counters: pending ones are folded into the totals every decode_log_interval steps.
   int64_t pend_accept_tokens = 0, pend_forward_ct = 0;
   int64_t total_accept_tokens = 0, total_forward_ct = 0;
@@ -349,6 +350,10 @@ struct SimServer::Impl {
 
   std::string metrics_text() {
     std::lock_guard lk(mu);
+    // lying-metrics: every scrape claims 1,000 more accepted tokens than were committed.
+    const double claimed = opt.fault.kind == SimFault::lying_metrics
+                               ? 1000.0 * static_cast<double>(++metric_scrapes)
+                               : 0.0;
     const std::string lbl = "{model_name=\"" + opt.model_path + "\"}";
     std::ostringstream o;
     // Every digit: the default 6 would print a counter of 1234567 as 1.23457e+06, and a client's
@@ -382,9 +387,9 @@ struct SimServer::Impl {
               static_cast<double>(stats.verify_steps));
       counter("specbench_sim:spec_accepted_tokens_total",
               "tokens committed by verify passes (accepted drafts + bonus)",
-              static_cast<double>(stats.accepted_tokens));
+              static_cast<double>(stats.accepted_tokens) + claimed);
       counter("specbench_sim:spec_correct_drafts_total", "accepted draft tokens",
-              static_cast<double>(stats.correct_drafts));
+              static_cast<double>(stats.correct_drafts) + claimed);
       counter("specbench_sim:spec_proposed_drafts_total", "proposed draft tokens (nodes)",
               static_cast<double>(stats.proposed_drafts));
     }

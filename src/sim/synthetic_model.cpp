@@ -292,6 +292,8 @@ const char* to_string(SimFault fault) noexcept {
     return "lying-counts";
   case SimFault::quiet_lies:
     return "quiet-lies";
+  case SimFault::lying_metrics:
+    return "lying-metrics";
   }
   return "?";
 }
@@ -305,7 +307,7 @@ Expected<SimFaultSpec> parse_sim_fault(std::string_view text) {
                                  SimFault::trickle,      SimFault::wrong_content_length,
                                  SimFault::no_metrics,   SimFault::garbage_crash_after,
                                  SimFault::garbage_body, SimFault::lying_counts,
-                                 SimFault::quiet_lies};
+                                 SimFault::quiet_lies,   SimFault::lying_metrics};
   std::string_view name = text, count;
   const auto colon = text.find(':');
   if (colon != std::string_view::npos) {

@@ -388,6 +388,38 @@ TEST(Runner, AServerWithoutMetricsLeavesTheFiguresAbsentWithTheReason) {
 // An autoregressive baseline whose server really speculates (its launch line kept a draft model)
 // would make every speedup of its phase too small. The runner bounds the tokens per verify step
 // by the cell's method, so the baseline fails, saying why, instead of passing as a fast one.
+// Counters that give more tokens per step than the method can commit (another client's traffic,
+// or a broken counter) are left out with the reason, not reported beside the measured figures.
+TEST(Runner, ServerCountersBeyondWhatTheMethodCanCommitAreLeftOut) {
+  const auto dir = specbench::testing::make_temp_dir("runner-lying-metrics");
+  auto sweep = small_sweep(24, {4});
+  for (const char* a : {"--fault", "lying-metrics"})
+    sweep.server.launch.push_back(a);
+  auto o = options(dir);
+  o.only = {"tp1-ddtree-b4"};
+  auto out = run_sweep(sweep, expand(sweep), o);
+  ASSERT_TRUE(out) << out.status().to_string();
+  EXPECT_EQ(out->ok, 1);
+  auto r = ResultStore::open(dir)->load("tp1-ddtree-b4");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->runs.size(), 1u);
+  ASSERT_TRUE(r->runs[0].server_side);
+  const auto& s = *r->runs[0].server_side;
+  EXPECT_TRUE(s.metrics_ok) << s.metrics_error;
+  EXPECT_FALSE(s.acceptance_length); // 1,000 claimed tokens over a few dozen steps
+  EXPECT_FALSE(s.draft_acceptance_rate);
+  bool told_length = false, told_rate = false;
+  for (const auto& n : s.notes) {
+    told_length |=
+        n.find("outside 1..5, what a step of this method commits: left out") != std::string::npos;
+    told_rate |= n.find("more accepted drafts than proposed: left out") != std::string::npos;
+  }
+  EXPECT_TRUE(told_length);
+  EXPECT_TRUE(told_rate);
+  ASSERT_TRUE(r->runs[0].acceptance_length); // the client's own figure stands
+  EXPECT_LE(*r->runs[0].acceptance_length, 5.0);
+}
+
 TEST(Runner, AnAutoregressiveCellWhoseServerSpeculatesFails) {
   const auto dir = specbench::testing::make_temp_dir("runner-ar-speculates");
   auto sweep = small_sweep(24, {4});
