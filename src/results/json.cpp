@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include <array>
+#include <climits>
+#include <cstdint>
 #include <limits>
 
 namespace specbench {
@@ -47,6 +49,36 @@ json opt(const std::optional<double>& v) {
 double real(const json& j, const char* key) {
   const json& v = j.at(key);
   return v.is_null() ? std::numeric_limits<double>::quiet_NaN() : v.get<double>();
+}
+// A whole number in [lo, hi] under `key`: nlohmann's get<int> wraps 10^12 to a negative number
+// and truncates 96.5, so a damaged or edited file would be read as a different result.
+int64_t whole_value(const json& v, const char* key, int64_t lo, int64_t hi) {
+  if (v.is_number_unsigned()) { // nlohmann's type for every integer >= 0
+    const uint64_t x = v.get<uint64_t>();
+    if (x <= static_cast<uint64_t>(INT64_MAX) && static_cast<int64_t>(x) >= lo &&
+        static_cast<int64_t>(x) <= hi)
+      return static_cast<int64_t>(x);
+  } else if (v.is_number_integer()) {
+    const int64_t x = v.get<int64_t>();
+    if (x >= lo && x <= hi)
+      return x;
+  }
+  throw std::runtime_error(std::string(key) + " is " + v.dump().substr(0, 40) +
+                           ", not a whole number from " + std::to_string(lo) + " to " +
+                           std::to_string(hi));
+}
+int whole(const json& j, const char* key, int lo = 0, int hi = INT32_MAX) {
+  return static_cast<int>(whole_value(j.at(key), key, lo, hi));
+}
+int whole_or(const json& j, const char* key, int fallback, int lo = 0, int hi = INT32_MAX) {
+  auto it = j.find(key);
+  return it == j.end() ? fallback : static_cast<int>(whole_value(*it, key, lo, hi));
+}
+std::vector<int> wholes(const json& j, const char* key) {
+  std::vector<int> out;
+  for (const auto& v : j.at(key))
+    out.push_back(static_cast<int>(whole_value(v, key, 0, INT32_MAX)));
+  return out;
 }
 std::optional<double> opt_double(const json& j, const char* key) {
   auto it = j.find(key);
@@ -87,7 +119,7 @@ json distribution_to_json(const Distribution& d) {
 }
 Distribution distribution_from_json(const json& j) {
   Distribution d;
-  d.count = j.at("count").get<int>();
+  d.count = whole(j, "count");
   if (d.count == 0)
     return d; // the zeros in memory that every reader checks `count` against
   d.mean = real(j, "mean");
@@ -118,8 +150,8 @@ Method method_from_json(const json& j) {
     m.kind = MethodKind::tree;
   else
     throw std::runtime_error("unknown method kind '" + kind + "'");
-  m.block = j.at("block").get<int>();
-  m.budget = j.at("budget").get<int>();
+  m.block = whole(j, "block");
+  m.budget = whole(j, "budget");
   return m;
 }
 
@@ -130,13 +162,13 @@ Workload workload_from_json(const json& j) {
   Workload w;
   w.name = j.at("name").get<std::string>();
   w.dataset = j.value("dataset", std::string());
-  w.prompt_tokens = j.value("prompt_tokens", 0);
-  w.max_prompt_tokens = j.value("max_prompt_tokens", 0);
-  w.max_new_tokens = j.value("max_new_tokens", 0);
-  w.concurrency = j.value("concurrency", 1);
-  w.requests = j.value("requests", 0);
-  w.warmup = j.value("warmup", 0);
-  w.runs = j.value("runs", 1);
+  w.prompt_tokens = whole_or(j, "prompt_tokens", 0);
+  w.max_prompt_tokens = whole_or(j, "max_prompt_tokens", 0);
+  w.max_new_tokens = whole_or(j, "max_new_tokens", 0);
+  w.concurrency = whole_or(j, "concurrency", 1);
+  w.requests = whole_or(j, "requests", 0);
+  w.warmup = whole_or(j, "warmup", 0);
+  w.runs = whole_or(j, "runs", 1);
   w.temperature = j.value("temperature", 0.0);
   w.seed = j.value("seed", uint64_t{0});
   w.ignore_eos = j.value("ignore_eos", true);
@@ -198,19 +230,20 @@ json request_to_json(const RequestMetrics& r) {
 }
 RequestMetrics request_from_json(const json& j) {
   RequestMetrics r;
-  r.run = j.at("run").get<int>();
-  r.index = j.at("index").get<int>();
+  r.run = whole(j, "run");
+  r.index = whole(j, "index");
   r.ok = j.at("ok").get<bool>();
   r.error = j.value("error", std::string());
-  r.http_status = j.value("http_status", 0);
-  r.prompt_tokens = j.value("prompt_tokens", 0);
-  r.output_tokens = j.at("output_tokens").get<int>();
+  r.http_status = whole_or(j, "http_status", 0, 0, 999);
+  r.prompt_tokens = whole_or(j, "prompt_tokens", 0);
+  r.output_tokens = whole(j, "output_tokens");
   r.start_s = j.value("start_s", 0.0);
   r.ttft_s = real(j, "ttft_s");
   r.e2e_s = real(j, "e2e_s");
   r.itl_s = j.value("itl_s", std::vector<double>{});
   const auto v = j.find("verify_steps");
-  r.verify_steps = (v == j.end() || v->is_null()) ? -1 : v->get<int64_t>();
+  r.verify_steps =
+      (v == j.end() || v->is_null()) ? -1 : whole_value(*v, "verify_steps", -1, INT64_MAX);
   return r;
 }
 
@@ -258,11 +291,11 @@ json run_to_json(const RunSummary& r) {
 }
 RunSummary run_from_json(const json& j) {
   RunSummary r;
-  r.run = j.at("run").get<int>();
-  r.requests = j.at("requests").get<int>();
-  r.failed = j.at("failed").get<int>();
+  r.run = whole(j, "run");
+  r.requests = whole(j, "requests");
+  r.failed = whole(j, "failed");
   r.duration_s = real(j, "duration_s");
-  r.output_tokens = j.at("output_tokens").get<int64_t>();
+  r.output_tokens = whole_value(j.at("output_tokens"), "output_tokens", 0, INT64_MAX);
   r.output_tokens_per_s = real(j, "output_tokens_per_s");
   r.acceptance_length = opt_double(j, "acceptance_length");
   // Optional: results written before specbench recorded server-side figures have no key.
@@ -285,9 +318,9 @@ json summary_to_json(const CellSummary& c) {
 }
 CellSummary summary_from_json(const json& j) {
   CellSummary c;
-  c.runs = j.at("runs").get<int>();
-  c.requests = j.at("requests").get<int>();
-  c.failed = j.at("failed").get<int>();
+  c.runs = whole(j, "runs");
+  c.requests = whole(j, "requests");
+  c.failed = whole(j, "failed");
   c.output_tokens_per_s = distribution_from_json(j.at("output_tokens_per_s"));
   c.ttft_s = distribution_from_json(j.at("ttft_s"));
   c.tpot_s = distribution_from_json(j.at("tpot_s"));
@@ -344,8 +377,8 @@ CellResult cell_result_from_json_obj(const json& j) {
   r.cell_id = j.at("cell_id").get<std::string>();
   r.phase_id = j.at("phase_id").get<std::string>();
   r.config_hash = j.at("config_hash").get<std::string>();
-  r.tp = j.at("tp").get<int>();
-  r.gpus = j.at("gpus").get<std::vector<int>>();
+  r.tp = whole(j, "tp", 1);
+  r.gpus = wholes(j, "gpus");
   r.method = method_from_json(j.at("method"));
   r.workload = workload_from_json(j.at("workload"));
   const auto status = cell_status_from_string(j.at("status").get<std::string>());
@@ -371,7 +404,7 @@ CellResult cell_result_from_json_obj(const json& j) {
   r.finished_at = j.value("finished_at", std::string());
   r.wall_s = j.value("wall_s", 0.0);
   r.readiness_s = j.value("readiness_s", 0.0);
-  r.attempt = j.value("attempt", 1);
+  r.attempt = whole_or(j, "attempt", 1, 1);
   r.provenance = provenance_from_json(j.at("provenance"));
   r.summary = summary_from_json(j.at("summary"));
   for (const auto& s : j.at("runs"))
@@ -432,8 +465,8 @@ Manifest manifest_from_json_obj(const json& j) {
   for (const auto& pj : j.at("phases")) {
     ManifestPhase p;
     p.id = pj.at("id").get<std::string>();
-    p.tp = pj.value("tp", 1);
-    p.gpus = pj.value("gpus", std::vector<int>{});
+    p.tp = whole_or(pj, "tp", 1, 1);
+    p.gpus = pj.contains("gpus") ? wholes(pj, "gpus") : std::vector<int>{};
     p.preflight = pj.value("preflight", std::string());
     p.preflight_json = unembed(pj.value("preflight_report", json()));
     for (const auto& cj : pj.at("cells")) {

@@ -166,7 +166,6 @@ TEST(CellResultCheck, EachKindOfEditIsFoundAndNamed) {
   names([](CellResult& r) { r.requests[2].ttft_s = 5; }, "first token (5 s) after its end");
   names([](CellResult& r) { r.requests[0].run = 3; }, "belongs to no run of the 1 recorded");
   names([](CellResult& r) { r.requests[0].itl_s.push_back(-0.5); }, "inter-token gap");
-  names([](CellResult& r) { r.requests[0].output_tokens = -4; }, "negative token count");
   names([](CellResult& r) { r.requests.clear(); }, "holds no measured request");
   names([](CellResult& r) { r.workload.runs = 3; }, "holds 1 runs where its workload has 3");
   names(
@@ -180,6 +179,38 @@ TEST(CellResultCheck, EachKindOfEditIsFoundAndNamed) {
               r.summary.e2e_s.p99 = 0.1;
             }),
             "consistent");
+}
+
+// nlohmann's get<int> wraps 10^12 to a negative number and truncates 96.5: read so, a damaged
+// or edited file would become another result. Such a file is refused, naming the field.
+TEST(CellResultJson, NumbersThatAreNotWholeOrDoNotFitAreRefused) {
+  const auto j = nlohmann::json::parse(to_json(sample_result("tp1-ddtree-b12")));
+  const auto refused = [&](const std::function<void(nlohmann::json&)>& edit) {
+    auto e = j;
+    edit(e);
+    auto back = cell_result_from_json(e.dump());
+    return back ? std::string("accepted") : back.status().message();
+  };
+  EXPECT_NE(refused([](auto& e) {
+              e["tp"] = 1000000000000LL;
+            }).find("tp is 1000000000000, not a whole number from 1 to 2147483647"),
+            std::string::npos);
+  EXPECT_NE(refused([](auto& e) { e["method"]["budget"] = 2147483648LL; }).find("budget is"),
+            std::string::npos);
+  EXPECT_NE(refused([](auto& e) { e["method"]["budget"] = -4; }).find("budget is -4"),
+            std::string::npos);
+  EXPECT_NE(refused([](auto& e) {
+              e["requests"][0]["output_tokens"] = 96.5;
+            }).find("output_tokens is 96.5"),
+            std::string::npos);
+  EXPECT_NE(refused([](auto& e) {
+              e["requests"][0]["output_tokens"] = 1e30;
+            }).find("output_tokens is 1e+30"),
+            std::string::npos);
+  EXPECT_NE(refused([](auto& e) { e["gpus"] = {0, -1}; }).find("gpus is -1"), std::string::npos);
+  EXPECT_NE(refused([](auto& e) { e["summary"]["runs"] = "1"; }).find("runs is \"1\""),
+            std::string::npos);
+  EXPECT_EQ(refused([](auto&) {}), "accepted");
 }
 
 TEST(CellResultCheck, LoadAllLeavesAnEditedResultOutAsAProblem) {
