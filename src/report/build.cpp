@@ -137,8 +137,15 @@ Report build_report(const std::vector<CellResult>& results, const Manifest* mani
     rep.specbench_version = manifest->specbench_version;
     rep.specbench_commit = manifest->specbench_commit;
     rep.state = manifest->state;
-    std::set<std::string> listed;
+    std::set<std::string> listed, phase_ids;
     for (const auto& mp : manifest->phases) {
+      // A manifest the runner wrote lists each phase and cell once: a repeat (an edit, a merge
+      // of two manifests) would show and count a cell twice.
+      if (!phase_ids.insert(mp.id).second) {
+        rep.problems.push_back("manifest.json lists phase " + mp.id +
+                               " twice; its second listing is left out");
+        continue;
+      }
       ReportPhase p;
       p.id = mp.id;
       p.tp = mp.tp;
@@ -146,7 +153,15 @@ Report build_report(const std::vector<CellResult>& results, const Manifest* mani
       p.preflight = mp.preflight;
       rep.phases.push_back(p);
       for (const auto& mc : mp.cells) {
-        listed.insert(mc.id);
+        if (mc.id.empty()) {
+          rep.problems.push_back("manifest.json lists a cell with no id in phase " + mp.id +
+                                 "; left out");
+          continue;
+        }
+        if (!listed.insert(mc.id).second) {
+          rep.problems.push_back("manifest.json lists cell " + mc.id + " twice; counted once");
+          continue;
+        }
         auto it = by_id.find(mc.id);
         if (it == by_id.end()) {
           rep.missing.push_back(mc.id + " (" + (mc.status.empty() ? "pending" : mc.status) + ")");
@@ -265,6 +280,11 @@ Expected<Report> load_report(const std::filesystem::path& results_dir) {
   auto manifest = store->load_manifest();
   if (!manifest && manifest.status().code() != StatusCode::not_found)
     problems.push_back(manifest.status().to_string());
+  else if (!manifest && !results.empty())
+    // Only the manifest says which cells the sweep has: without it a missing cell goes unseen.
+    problems.push_back("no manifest.json in " + results_dir.string() +
+                       ": which cells the sweep has, and so which are missing, cannot be told "
+                       "(run the sweep again to rewrite it: finished cells are kept)");
   if (!manifest && results.empty())
     return Status(StatusCode::not_found,
                   "no manifest.json and no cell results in " + results_dir.string(),

@@ -67,6 +67,26 @@ std::vector<CellResult> sample() {
           cell("tp4", MethodKind::tree, 16, 32, {400}, 5.0)};
 }
 
+// The manifest a run writes for these results: phases tp1 and tp4, every cell listed once.
+Manifest manifest_for(const std::vector<CellResult>& results) {
+  Manifest m;
+  m.sweep_name = "unit";
+  m.state = "finished";
+  ManifestPhase p1, p4;
+  p1.id = "tp1";
+  p4.id = "tp4";
+  p4.tp = 4;
+  for (const auto& r : results) {
+    ManifestCell mc;
+    mc.id = r.cell_id;
+    mc.config_hash = r.config_hash;
+    mc.status = to_string(r.status);
+    (r.phase_id == "tp1" ? p1 : p4).cells.push_back(mc);
+  }
+  m.phases = {p1, p4};
+  return m;
+}
+
 const ReportCell* find(const Report& r, const std::string& id) {
   for (const auto& p : r.phases)
     for (const auto& c : p.cells)
@@ -513,6 +533,7 @@ TEST(Report, AnUnreadableManifestMeansTheReportCannotSayAllIsWell) {
   results.erase(results.begin() + 4); // the failed cell: every stored cell is ok
   for (const auto& r : results)
     ASSERT_TRUE(store->commit(r));
+  ASSERT_TRUE(store->write_manifest(manifest_for(results)));
   ASSERT_TRUE(load_report(dir)->all_ok());
   // The manifest would have named a missing cell; cut short, it names nothing.
   std::ofstream(dir / "manifest.json") << "{\"schema_version\": 1, \"phases\": [";
@@ -522,6 +543,45 @@ TEST(Report, AnUnreadableManifestMeansTheReportCannotSayAllIsWell) {
   EXPECT_FALSE(rep->all_ok());
   EXPECT_NE(report_markdown(*rep).find("1 problem reading the results"), std::string::npos)
       << report_markdown(*rep);
+}
+
+// Only the manifest says which cells a sweep has: without it, or with a cell or phase listed
+// twice, the report cannot vouch that nothing is missing or doubled.
+TEST(Report, AMissingOrRepeatingManifestIsAProblem) {
+  const auto dir = specbench::testing::make_temp_dir("report-manifest-shape");
+  auto store = ResultStore::open(dir);
+  ASSERT_TRUE(store);
+  auto results = sample();
+  results.erase(results.begin() + 4); // every stored cell is ok
+  for (const auto& r : results)
+    ASSERT_TRUE(store->commit(r));
+  auto rep = load_report(dir);
+  ASSERT_TRUE(rep);
+  EXPECT_FALSE(rep->all_ok());
+  ASSERT_EQ(rep->problems.size(), 1u);
+  EXPECT_NE(rep->problems[0].find("no manifest.json in"), std::string::npos) << rep->problems[0];
+  EXPECT_NE(rep->problems[0].find("which are missing, cannot be told"), std::string::npos);
+
+  Manifest m = manifest_for(results);
+  m.phases[0].cells.push_back(m.phases[0].cells[2]); // a cell listed twice
+  m.phases[0].cells.push_back(ManifestCell{});       // and one with no id
+  m.phases.push_back(m.phases[1]);                   // tp4 listed twice
+  ASSERT_TRUE(store->write_manifest(m));
+  rep = load_report(dir);
+  ASSERT_TRUE(rep);
+  EXPECT_EQ(rep->cell_count(), 6); // each cell once
+  EXPECT_FALSE(rep->all_ok());
+  std::string problems;
+  for (const auto& p : rep->problems)
+    problems += p + "\n";
+  EXPECT_NE(problems.find("manifest.json lists cell " + results[2].cell_id + " twice"),
+            std::string::npos)
+      << problems;
+  EXPECT_NE(problems.find("a cell with no id in phase tp1"), std::string::npos) << problems;
+  EXPECT_NE(problems.find("lists phase tp4 twice"), std::string::npos) << problems;
+
+  ASSERT_TRUE(store->write_manifest(manifest_for(results)));
+  EXPECT_TRUE(load_report(dir)->all_ok());
 }
 
 TEST(Report, ACopyOfACellResultNeitherReplacesNorDoublesIt) {
@@ -545,24 +605,8 @@ TEST(Report, ACopyOfACellResultNeitherReplacesNorDoublesIt) {
   std::filesystem::copy_file(cells / "tp1-linear-k16.old.json", cells / "zz-backup.json");
   std::filesystem::rename(cells / "keep.json", cells / "tp1-linear-k16.json");
   for (const bool with_manifest : {false, true}) {
-    if (with_manifest) {
-      Manifest m;
-      m.sweep_name = "unit";
-      m.state = "finished";
-      ManifestPhase p1, p4;
-      p1.id = "tp1";
-      p4.id = "tp4";
-      p4.tp = 4;
-      for (const auto& r : results) {
-        ManifestCell mc;
-        mc.id = r.cell_id;
-        mc.config_hash = r.config_hash;
-        mc.status = "ok";
-        (r.phase_id == "tp1" ? p1 : p4).cells.push_back(mc);
-      }
-      m.phases = {p1, p4};
-      ASSERT_TRUE(store->write_manifest(m));
-    }
+    if (with_manifest)
+      ASSERT_TRUE(store->write_manifest(manifest_for(results)));
     auto rep = load_report(dir);
     ASSERT_TRUE(rep) << rep.status().to_string();
     EXPECT_EQ(rep->cell_count(), 7) << with_manifest;
