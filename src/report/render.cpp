@@ -163,25 +163,28 @@ std::string opt_num(const std::optional<double>& v) {
 
 std::string report_markdown(const Report& r) {
   std::ostringstream o;
-  o << "# specbench report" << (r.sweep_name.empty() ? "" : ": " + r.sweep_name) << "\n\n";
+  // Every text below comes from files anyone may have edited: one line each, no markup.
+  o << "# specbench report" << (r.sweep_name.empty() ? "" : ": " + one_line(r.sweep_name))
+    << "\n\n";
   if (r.synthetic)
     o << "> **Synthetic model.** These results come from a simulated server whose model is "
          "synthetic: speedups are relative to its stated simulated costs, not GPU figures.\n\n";
   o << "- results: " << code_span(r.results_dir);
   if (!r.state.empty())
-    o << " (sweep " << r.state << ")";
+    o << " (sweep " << one_line(r.state) << ")";
   o << "\n";
   if (!r.sweep_file.empty() || !r.sweep_hash.empty())
-    o << "- sweep: " << code_span(r.sweep_file) << " (hash " << r.sweep_hash << ")\n";
+    o << "- sweep: " << code_span(r.sweep_file) << " (hash " << one_line(r.sweep_hash) << ")\n";
   if (!r.specbench_version.empty())
-    o << "- specbench " << r.specbench_version << " (commit " << r.specbench_commit << ")\n";
+    o << "- specbench " << one_line(r.specbench_version) << " (commit "
+      << one_line(r.specbench_commit) << ")\n";
   o << "- GPUs: " << (r.gpu_names.empty() ? std::string("unknown") : "");
   for (size_t i = 0; i < r.gpu_names.size(); ++i)
-    o << (i ? ", " : "") << r.gpu_names[i];
+    o << (i ? ", " : "") << one_line(r.gpu_names[i]);
   if (!r.driver_version.empty())
-    o << "; driver " << r.driver_version;
+    o << "; driver " << one_line(r.driver_version);
   if (!r.cuda_version.empty())
-    o << "; CUDA " << r.cuda_version;
+    o << "; CUDA " << one_line(r.cuda_version);
   o << "\n- generated " << r.generated_at << "\n\n";
 
   const int total = r.cell_count() + static_cast<int>(r.missing.size());
@@ -196,12 +199,12 @@ std::string report_markdown(const Report& r) {
                      r.problems.size(), r.problems.size() == 1 ? "" : "s");
 
   for (const auto& p : r.phases) {
-    o << "## Phase " << p.id << " (TP" << p.tp;
+    o << "## Phase " << one_line(p.id) << " (TP" << p.tp;
     if (!p.gpus.empty())
       o << ", GPUs " << join_ints(p.gpus);
     o << ")";
     if (!p.preflight.empty())
-      o << ": preflight " << p.preflight;
+      o << ": preflight " << one_line(p.preflight);
     o << "\n\n";
     if (p.cells.empty()) {
       o << "No results.\n\n";
@@ -224,7 +227,7 @@ std::string report_markdown(const Report& r) {
     for (const auto& c : p.cells)
       if (!c.server_side_absent_reason.empty() && c.method.kind != MethodKind::autoregressive &&
           !c.sglang_avg_spec_accept_length) {
-        o << (listed ? "; " : "† not available for ") << c.cell_id << ": "
+        o << (listed ? "; " : "† not available for ") << one_line(c.cell_id) << ": "
           << md_escape(c.server_side_absent_reason);
         listed = true;
       }
@@ -242,9 +245,9 @@ std::string report_markdown(const Report& r) {
       for (const auto& c : p.cells) {
         if (c.status == CellStatus::ok)
           continue;
-        o << "- **" << c.cell_id << "**: " << to_string(c.status);
+        o << "- **" << one_line(c.cell_id) << "**: " << to_string(c.status);
         if (!c.stage.empty())
-          o << " at " << c.stage;
+          o << " at " << one_line(c.stage);
         o << ": " << (c.reason.empty() ? "no reason recorded" : one_line(c.reason)) << "\n";
         if (!c.diagnosis.empty())
           o << "  - diagnosis: " << one_line(c.diagnosis) << "\n";
@@ -263,13 +266,13 @@ std::string report_markdown(const Report& r) {
         }
       }
     for (const auto& m : r.missing)
-      o << "- **" << m << "**: no result\n";
+      o << "- **" << one_line(m) << "**: no result\n";
     o << "\n";
   }
   if (!r.problems.empty()) {
     o << "## Problems reading the results\n\n";
     for (const auto& p : r.problems)
-      o << "- " << p << "\n";
+      o << "- " << one_line(p) << "\n";
     o << "\n";
   }
   o << "## Definitions\n\n"

@@ -480,6 +480,31 @@ TEST(Report, ResultsAndSweepPathsShowAsTheyAreWhateverBackticksTheyHold) {
   }
 }
 
+// Text from edited or damaged files (the manifest's sweep name, a phase id, GPU names, a failed
+// cell's id) stays on its line: no heading, list item or escape sequence of its own.
+TEST(Report, TextFromTheFilesCannotAddMarkdownOrTerminalCodes) {
+  const std::string evil = "x\n# injected heading\x1b[2J|\r\n- item";
+  auto results = sample();
+  results[4].cell_id = "tp1-ddtree-b8" + evil;
+  results[4].provenance.gpu_names = {"H200" + evil};
+  results[4].provenance.driver_version = "580" + evil;
+  auto rep = build_report(results, nullptr);
+  rep.sweep_name = "demo" + evil;
+  rep.state = "finished" + evil;
+  rep.gpu_names = {"H200" + evil};
+  rep.driver_version = "580" + evil;
+  rep.cuda_version = "13.0" + evil;
+  rep.phases[0].id = "tp1" + evil;
+  rep.phases[0].preflight = "passed" + evil;
+  rep.missing.push_back("tp9-gone" + evil + " (pending)");
+  rep.problems.push_back("cells/odd.json" + evil);
+  const std::string md = report_markdown(rep);
+  EXPECT_EQ(md.find('\x1b'), std::string::npos);
+  EXPECT_EQ(md.find("\n# injected"), std::string::npos) << md;
+  EXPECT_EQ(md.find("\n- item"), std::string::npos) << md;
+  EXPECT_NE(md.find("# specbench report: demox # injected heading"), std::string::npos) << md;
+}
+
 TEST(Report, SvgStaysXmlAndDrawsOnlyCellsThatFailedAsFailed) {
   auto results = sample();
   // A colourised log line, and U+FFFE and U+FFFF: UTF-8, but not characters XML 1.0 allows.
