@@ -282,6 +282,11 @@ void run_host_layer(Run& run) {
       const std::string digits = name.substr(6);
       if (digits.find_first_not_of("0123456789") != std::string::npos)
         continue;
+      if (digits.size() > 3 || std::stoi(digits) > 254) { // 255 is nvidiactl's minor
+        bad_nodes += (bad_nodes.empty() ? "" : "; ") + ("/dev/" + name) +
+                     " is not a GPU node the driver creates (/dev/nvidia0 to /dev/nvidia254)";
+        continue;
+      }
       const auto st = inspect_node(e.path().string());
       if (!st.is_char) {
         bad_nodes +=
@@ -413,16 +418,23 @@ void run_host_layer(Run& run) {
       c.facts.emplace_back("cuda_visible_count", std::to_string(valid));
       if (valid == 0) {
         c.status = CheckStatus::fail;
-        c.summary = "CUDA_VISIBLE_DEVICES=\"" + *cvd + "\" hides every GPU";
+        c.summary = "CUDA_VISIBLE_DEVICES=\"" + *cvd + "\" hides every GPU" +
+                    (bad.empty() ? "" : " (CUDA stops at its first entry, \"" + bad + "\")");
         c.diagnosis = "CUDA will report no device (CUDA_ERROR_NO_DEVICE, 100)";
         c.remedy = "unset CUDA_VISIBLE_DEVICES or list the GPUs to use, e.g. 0,1,2,3";
       } else if (valid < needed) {
         c.status = CheckStatus::fail;
         c.summary = "CUDA_VISIBLE_DEVICES allows " + std::to_string(valid) +
-                    " GPU(s), the plan needs " + std::to_string(needed);
+                    " GPU(s), the plan needs " + std::to_string(needed) +
+                    (bad.empty() ? "" : ": it stops at invalid entry \"" + bad + "\"");
         c.diagnosis = "the plan's TP group cannot be formed from the visible GPUs "
-                      "(CUDA_ERROR_INVALID_DEVICE, 101)";
-        c.remedy = "list enough GPUs in CUDA_VISIBLE_DEVICES, or lower --tp";
+                      "(CUDA_ERROR_INVALID_DEVICE, 101)" +
+                      std::string(bad.empty() ? ""
+                                              : "; CUDA ignores every entry from the first "
+                                                "invalid one on");
+        c.remedy = bad.empty()
+                       ? "list enough GPUs in CUDA_VISIBLE_DEVICES, or lower --tp"
+                       : "remove the invalid entry \"" + bad + "\" from CUDA_VISIBLE_DEVICES";
       } else if (!bad.empty()) {
         c.status = CheckStatus::warn;
         c.summary = "CUDA_VISIBLE_DEVICES stops at invalid entry \"" + bad + "\"";

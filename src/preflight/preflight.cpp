@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <ctime>
+#include <filesystem>
 #include <set>
 
 namespace specbench::preflight {
@@ -642,6 +643,11 @@ Status validate_plan(const PreflightPlan& plan) {
       return {StatusCode::invalid_argument, "GPU " + std::to_string(g) + " is listed twice",
               "list each GPU once", "preflight plan"};
   }
+  // A root that is not there (a typo) would read as a machine with no driver at all.
+  if (std::error_code ec; !plan.root.empty() && !std::filesystem::is_directory(plan.root, ec))
+    return {StatusCode::invalid_argument, "--root " + plan.root + " is not a directory",
+            "give the directory that holds the machine's /dev, /proc and /sys (default /)",
+            "preflight plan"};
   if (!plan.gpus.empty() && static_cast<int>(plan.gpus.size()) != plan.tp)
     return {StatusCode::invalid_argument,
             std::to_string(plan.gpus.size()) + " GPU(s) listed for tp " + std::to_string(plan.tp),

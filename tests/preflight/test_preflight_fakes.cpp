@@ -318,6 +318,45 @@ TEST(PreflightFakes, AVisibilityVariableThatHidesPlannedGpusStaysAFailure) {
   EXPECT_THAT(check(r, "host.visibility").summary, ::testing::Not(HasSubstr("cuInit works")));
 }
 
+// CUDA stops reading the list at its first invalid entry: when that leaves too few GPUs, the
+// entry is the thing to fix, not the count.
+TEST(PreflightFakes, AnInvalidVisibilityEntryIsNamedWhenItLeavesTooFewGpus) {
+  FakeMachine m("visible-invalid");
+  m.healthy(4);
+  PreflightPlan plan = m.plan(2);
+  plan.environment["CUDA_VISIBLE_DEVICES"] = "0,,1";
+  const PreflightReport r = run_preflight(plan);
+  const CheckResult& v = check(r, "host.visibility");
+  EXPECT_EQ(v.status, CheckStatus::fail);
+  EXPECT_THAT(v.summary, HasSubstr("allows 1 GPU(s), the plan needs 2: it stops at invalid "
+                                   "entry \"(empty entry)\""));
+  EXPECT_THAT(v.remedy, HasSubstr("remove the invalid entry"));
+}
+
+// A node name no driver creates (its number overflows an int) is reported, and the rest of
+// the host layer still runs.
+TEST(PreflightFakes, AnOddDeviceNodeNameDoesNotStopTheHostLayer) {
+  FakeMachine m("odd-node");
+  m.healthy(2);
+  std::filesystem::create_symlink("/dev/null", m.root / "dev/nvidia99999999999");
+  const PreflightReport r = run_preflight(m.plan(1));
+  EXPECT_EQ(r.find("host.unexpected"), nullptr) << r.to_table();
+  for (const char* id : {"host.device_nodes", "host.uvm", "host.visibility", "host.cuda_env"})
+    EXPECT_NE(r.find(id), nullptr) << id << "\n" << r.to_table();
+  EXPECT_THAT(check(r, "host.device_nodes").summary + check(r, "host.device_nodes").diagnosis,
+              HasSubstr("/dev/nvidia99999999999 is not a GPU node the driver creates"))
+      << r.to_table();
+}
+
+TEST(PreflightFakes, ARootThatIsNotThereIsRefused) {
+  PreflightPlan plan;
+  plan.root = "/nonexistent-specbench-root";
+  const Status st = validate_plan(plan);
+  ASSERT_FALSE(st);
+  EXPECT_THAT(st.message(), HasSubstr("--root /nonexistent-specbench-root is not a directory"));
+  EXPECT_TRUE(run_preflight(plan).could_not_run());
+}
+
 TEST(PreflightFakes, DeviceVanishesBetweenLayers) {
   FakeMachine m("vanish");
   m.healthy(2);
