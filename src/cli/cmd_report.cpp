@@ -10,6 +10,7 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <unistd.h>
 
 namespace specbench::cli {
 namespace {
@@ -74,6 +75,18 @@ std::string unsafe_output(const ReportArgs& a) {
       return flag + " " + path +
              " exists and is not an SVG plot; the report will not replace "
              "it (choose another file name, or remove the file first)";
+    // Found now, before the report is printed and its files written, not after.
+    const fs::path parent =
+        fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
+    if (fs::is_directory(parent, ec) && ::access(parent.c_str(), W_OK) != 0)
+      return flag + " " + path + ": the folder " + parent.string() +
+             " cannot be written to; write the plot elsewhere";
+  }
+  if (!a.plot.empty() && !a.plot_acceptance.empty()) {
+    std::error_code ec1, ec2;
+    if (fs::weakly_canonical(a.plot, ec1) == fs::weakly_canonical(a.plot_acceptance, ec2))
+      return "--plot and --plot-acceptance both name " + a.plot +
+             ": the second plot would replace the first; give each its own file";
   }
   return {};
 }
@@ -113,7 +126,10 @@ int run_report(const ReportArgs& a) {
     if (const auto parent = std::filesystem::path(path).parent_path(); !parent.empty())
       std::filesystem::create_directories(parent, ec);
     if (auto st = write_file_atomic(path, report_svg(*rep, kind)); !st) {
-      std::fprintf(stderr, "specbench report: %s\n", st.to_string().c_str());
+      std::fprintf(stderr,
+                   "specbench report: cannot write the plot %s: %s\n    fix: choose a "
+                   "writable place for the plot\n",
+                   path.c_str(), st.message().c_str());
       return exit_could_not_run;
     }
   }

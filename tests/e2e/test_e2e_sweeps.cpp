@@ -138,6 +138,9 @@ TEST(E2E, DemoSweepRunsEndToEndAndResumeSkipsEverything) {
       {{"--plot", (dir / "results" / "cells" / "new.svg").string()}, "cells folder"},
       {{"--plot", sweep_copy.string()}, "not an SVG plot"},
       {{"--plot", dir.string()}, "is a folder"},
+      {{"--plot", (dir / "same.svg").string(), "--plot-acceptance",
+        (dir / "." / "same.svg").string()},
+       "both name"},
       {{"--out", (dir / "results" / "cells").string()}, "cells folder"}};
   int k = 0;
   for (const auto& [extra, why] : refused) {
@@ -154,6 +157,7 @@ TEST(E2E, DemoSweepRunsEndToEndAndResumeSkipsEverything) {
   EXPECT_EQ(read_file(cell_file), cell_before);
   EXPECT_EQ(read_file(sweep_copy), sweep_before);
   EXPECT_FALSE(fs::exists(dir / "results" / "cells" / "new.svg"));
+  EXPECT_FALSE(fs::exists(dir / "same.svg"));
   EXPECT_FALSE(fs::exists(dir / "results" / "cells" / "report.json"));
   // A plot replaces an earlier plot.
   for (int i = 0; i < 2; ++i) {
