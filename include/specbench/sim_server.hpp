@@ -142,6 +142,9 @@ enum class SimFault {
   /// /metrics counters that claim 1,000 more accepted tokens (and accepted drafts) at every
   /// scrape than were committed, as another client's traffic or a broken counter would
   lying_metrics,
+  /// /health answers 200 but every generation answers HTTP 500 "CUDA error: an illegal memory
+  /// access was encountered", and nothing reaches the log: a GPU broken under a live server
+  broken_generation,
 };
 /// Stable name as on the command line, e.g. "crash-after".
 const char* to_string(SimFault fault) noexcept;

@@ -618,6 +618,19 @@ Readiness ServerProcess::wait_ready(const ReadinessOptions& options,
           g.status ? std::string("one-token generation answered HTTP ") + std::to_string(g.status) +
                          ": " + detail::to_valid_utf8(std::string_view(g.body).substr(0, 200))
                    : std::string("one-token generation: ") + g.error;
+      // A server error that names a fatal condition (a CUDA error, NCCL) will not go away by
+      // waiting: say so now instead of after the whole readiness timeout.
+      if (g.status >= 500)
+        if (auto m = find_fatal_pattern(g.body, patterns)) {
+          m->line = detail::to_valid_utf8(std::string_view(m->line).substr(0, 300));
+          r.fatal = m;
+          return finish(ReadinessOutcome::probe_failed,
+                        options.health_path +
+                            " answers 200 but the one-token generation "
+                            "answered HTTP " +
+                            std::to_string(g.status) + " naming a fatal error: \"" + m->line +
+                            "\" (" + m->pattern.diagnosis + ")");
+        }
     }
     const double sleep_s = std::min(options.poll_interval_s, options.timeout_s - secs_since(t0));
     if (sleep_s > 0) {

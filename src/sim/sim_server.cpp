@@ -742,6 +742,9 @@ struct SimServer::Impl {
       body += "\xff\xfe\xc0\xaf";
       return c.send(500, "text/plain", body, extra_headers(), req.keep_alive);
     }
+    if (f == SimFault::broken_generation)
+      return send_error(c, 500, "CUDA error: an illegal memory access was encountered",
+                        "InternalServerError");
     if (f == SimFault::hang_after && n > opt.fault.after) {
       if (!hung.exchange(true))
         log_line("simulated hang (--fault hang-after): no more answers");

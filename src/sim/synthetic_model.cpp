@@ -294,20 +294,32 @@ const char* to_string(SimFault fault) noexcept {
     return "quiet-lies";
   case SimFault::lying_metrics:
     return "lying-metrics";
+  case SimFault::broken_generation:
+    return "broken-generation";
   }
   return "?";
 }
 
 Expected<SimFaultSpec> parse_sim_fault(std::string_view text) {
-  static const SimFault all[] = {SimFault::none,         SimFault::fail_start,
-                                 SimFault::oom_start,    SimFault::exit_start,
-                                 SimFault::nccl_error,   SimFault::crash_after,
-                                 SimFault::hang,         SimFault::hang_after,
-                                 SimFault::unavailable,  SimFault::malformed_json,
-                                 SimFault::trickle,      SimFault::wrong_content_length,
-                                 SimFault::no_metrics,   SimFault::garbage_crash_after,
-                                 SimFault::garbage_body, SimFault::lying_counts,
-                                 SimFault::quiet_lies,   SimFault::lying_metrics};
+  static const SimFault all[] = {SimFault::none,
+                                 SimFault::fail_start,
+                                 SimFault::oom_start,
+                                 SimFault::exit_start,
+                                 SimFault::nccl_error,
+                                 SimFault::crash_after,
+                                 SimFault::hang,
+                                 SimFault::hang_after,
+                                 SimFault::unavailable,
+                                 SimFault::malformed_json,
+                                 SimFault::trickle,
+                                 SimFault::wrong_content_length,
+                                 SimFault::no_metrics,
+                                 SimFault::garbage_crash_after,
+                                 SimFault::garbage_body,
+                                 SimFault::lying_counts,
+                                 SimFault::quiet_lies,
+                                 SimFault::lying_metrics,
+                                 SimFault::broken_generation};
   std::string_view name = text, count;
   const auto colon = text.find(':');
   if (colon != std::string_view::npos) {

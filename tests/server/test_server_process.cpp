@@ -223,6 +223,19 @@ TEST(Readiness, HealthyButGenerationFailsIsProbeFailed) {
   EXPECT_NE(r.last_probe_error.find("400"), std::string::npos);
 }
 
+// /health 200 while every generation fails with a CUDA error (the seeds' "CUDA unknown error"
+// under a healthy-looking server): the readiness check says so at once, not after its timeout.
+TEST(Readiness, AGenerationErrorNamingAFatalConditionEndsTheWaitAtOnce) {
+  ServerProcess p;
+  ASSERT_TRUE(p.start(sim_launch("broken-gen", {"--fault", "broken-generation"})).is_ok());
+  const Readiness r = p.wait_ready(quick_ready(20));
+  EXPECT_EQ(r.outcome, ReadinessOutcome::probe_failed) << r.reason;
+  EXPECT_LT(r.waited_s, 5);
+  ASSERT_TRUE(r.fatal.has_value());
+  EXPECT_EQ(r.fatal->pattern.text, "illegal memory access");
+  EXPECT_NE(r.reason.find("answered HTTP 500 naming a fatal error"), std::string::npos) << r.reason;
+}
+
 TEST(Readiness, AModelNameWithAQuoteOrABackslashStillMakesAValidProbe) {
   // The OpenAI probes carry the model name; pasted into the body unescaped, it made invalid JSON,
   // every probe got HTTP 400, and the cell waited out the whole readiness timeout.
