@@ -2,6 +2,7 @@
 // exactly one RequestRecord, whatever the server does (timeouts, resets, broken JSON or SSE).
 #include "specbench/client.hpp"
 
+#include "specbench/detail/display_text.hpp"
 #include "specbench/detail/utf8.hpp"
 
 #include "client/simple_http.hpp"
@@ -28,12 +29,10 @@ double secs(Clock::time_point a, Clock::time_point b) {
 
 // The first n bytes of a server's text, on one line, as UTF-8 (the cut may split a character, and
 // a server may send bytes that are not text; results are JSON, which cannot hold them).
+// Plain text too: escape sequences and other control bytes (a gzip body, a coloured log) would
+// act on the terminal that prints the failure.
 std::string excerpt(std::string_view s, size_t n) {
-  std::string e = detail::to_valid_utf8(s.substr(0, n));
-  for (char& c : e)
-    if (c == '\n' || c == '\r')
-      c = ' ';
-  return e;
+  return detail::display_line(s.substr(0, n));
 }
 
 bool starts_with(std::string_view s, std::string_view p) {
@@ -315,6 +314,7 @@ struct Transfer {
   std::string body;       // non-SSE body, or an error body
   int64_t last_completion = 0;
   bool saw_done = false, saw_finish = false;
+  bool first_line = true;   // the stream's first line, which may start with a byte-order mark
   Clock::time_point t_done; // when [DONE] arrived: the answer is complete there
   ErrorKind fail = ErrorKind::none;
   std::string fail_msg;
@@ -509,6 +509,11 @@ struct Transfer {
   bool feed_line(std::string_view l, Clock::time_point now) {
     if (!l.empty() && l.back() == '\r')
       l.remove_suffix(1);
+    if (first_line) { // a byte-order mark may open the stream (the SSE spec drops it)
+      first_line = false;
+      if (l.substr(0, 3) == "\xEF\xBB\xBF")
+        l.remove_prefix(3);
+    }
     if (l.empty())
       return event_data.empty() ? true : dispatch(now);
     if (l[0] == ':')
@@ -526,7 +531,18 @@ struct Transfer {
       event_data.append(l);
       return true;
     }
-    if (l.substr(0, 6) == "event:" || l.substr(0, 3) == "id:" || l.substr(0, 6) == "retry:")
+    if (l == "data") { // a field with no colon has an empty value
+      if (!event_data.empty())
+        event_data += '\n';
+      return true;
+    }
+    // Other fields (event:, id:, retry:, or a name the SSE spec says to ignore) carry nothing
+    // measured; a line that is no field at all (binary, bare JSON) is not SSE.
+    const size_t colon = l.find(':');
+    const std::string_view name = l.substr(0, colon);
+    if (!name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char ch) {
+          return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-';
+        }))
       return true;
     set_fail(ErrorKind::malformed, "not an SSE line: " + excerpt(l, 120));
     rec.body_excerpt = excerpt(l, opt->body_excerpt_bytes);
@@ -580,6 +596,8 @@ size_t on_header(char* p, size_t size, size_t n, void* user) {
   t->got_first_byte = true;
   t->t_last_byte = Clock::now();
   std::string_view h(p, len);
+  if (t->rec.bytes > 0)
+    return len; // a trailer after a chunked body: it describes nothing the body already was
   if (h.size() > 13 && (h[0] == 'c' || h[0] == 'C')) {
     const std::string l = lower(std::string(h));
     if (starts_with(l, "content-type:"))

@@ -167,3 +167,40 @@ TEST(ClientAnswers, KeepAliveCommentsDoNotHideAStall) {
   EXPECT_NE(r.error_message.find("mid-response"), std::string::npos) << r.error_message;
   EXPECT_LT(waited, 2.0); // the idle timeout (0.5 s), not the 5 s request timeout
 }
+
+// What the SSE format allows beyond what servers usually send: a byte-order mark, fields the
+// format says to ignore, a "data" line with no colon; and a trailer after a chunked body, which
+// does not make the stream something else.
+TEST(ClientAnswers, SseThatFollowsTheSpecInLessCommonWaysIsRead) {
+  const auto chunk = [](const std::string& bytes) {
+    char size[16];
+    std::snprintf(size, sizeof size, "%zx\r\n", bytes.size());
+    return size + bytes + "\r\n";
+  };
+  std::string body = "\xEF\xBB\xBF: opened\n\nfoo: bar\n";
+  for (int i = 1; i <= 3; ++i)
+    body += "data: {\"text\":\"a\",\"meta_info\":{\"completion_tokens\":" + std::to_string(i) +
+            "}}\ndata\n\n";
+  body += CannedHttpServer::event("[DONE]");
+  CannedHttpServer server({{"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                            "Transfer-Encoding: chunked\r\n\r\n"},
+                           {chunk(body)},
+                           {"0\r\nContent-Type: application/json\r\n\r\n"}});
+  const RequestRecord r = one_request(server, ApiKind::generate, 3);
+  ASSERT_TRUE(r.ok) << r.error_message;
+  EXPECT_EQ(r.output_tokens, 3);
+}
+
+// A body that is not text (gzip, a coloured log) shows as plain text in the failure: nothing in
+// it acts on the terminal that prints it.
+TEST(ClientAnswers, AFailureNeverCarriesControlBytes) {
+  CannedHttpServer server(
+      {{CannedHttpServer::sse_head()},
+       {std::string("\x1f\x8b\x08\x00\x1b[2J\x1b]0;title\x07 binary\0 body\n", 32)}});
+  const RequestRecord r = one_request(server, ApiKind::generate);
+  EXPECT_EQ(r.error, ErrorKind::malformed) << r.error_message;
+  EXPECT_NE(r.error_message.find("not an SSE line"), std::string::npos) << r.error_message;
+  for (const std::string* text : {&r.error_message, &r.body_excerpt})
+    for (char ch : *text)
+      EXPECT_FALSE(static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) << int(ch);
+}
