@@ -576,6 +576,13 @@ struct Transfer {
   }
 
   void parse_whole_body(Clock::time_point now) {
+    if (body.find_first_not_of(" \t\r\n") == std::string::npos) {
+      long status = 0;
+      curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
+      set_fail(ErrorKind::malformed,
+               "the server answered HTTP " + std::to_string(status) + " with an empty body");
+      return;
+    }
     json j = json::parse(body, nullptr, false);
     if (j.is_discarded()) {
       set_fail(ErrorKind::malformed, "response body is not valid JSON: " + excerpt(body, 120));

@@ -204,3 +204,10 @@ TEST(ClientAnswers, AFailureNeverCarriesControlBytes) {
     for (char ch : *text)
       EXPECT_FALSE(static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) << int(ch);
 }
+
+TEST(ClientAnswers, AnEmptyBodySaysSo) {
+  CannedHttpServer server({{"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n"}});
+  const RequestRecord r = one_request(server, ApiKind::generate);
+  EXPECT_EQ(r.error, ErrorKind::malformed) << r.error_message;
+  EXPECT_EQ(r.error_message, "the server answered HTTP 204 with an empty body");
+}
