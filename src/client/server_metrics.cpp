@@ -238,6 +238,10 @@ ServerDelta diff_snapshots(const ServerSnapshot& before, const ServerSnapshot& a
     if (ends_with(s.name, "_total") || ends_with(s.name, "_count") || ends_with(s.name, "_sum")) {
       if (!counters)
         continue;
+      if (!std::isfinite(s.value) || (prev.count(k) && !std::isfinite(prev[k]))) {
+        d.notes.push_back("counter " + k + " is not a finite number (NaN or Inf); skipped");
+        continue;
+      }
       auto it = prev.find(k);
       const double p = it == prev.end() ? 0.0 : it->second;
       if (s.value < p) {

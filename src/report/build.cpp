@@ -60,8 +60,15 @@ ReportCell make_cell(const CellResult& r) {
       if (c.server_acceptance_source.empty())
         c.server_acceptance_source = s.acceptance_source;
     } else if (c.server_side_absent_reason.empty()) {
-      c.server_side_absent_reason =
-          s.metrics_ok ? "no speculative counters in /metrics" : s.metrics_error;
+      // Counters that were there but unusable say why (implausible, not finite, went down).
+      std::string why = s.metrics_ok ? "no speculative counters in /metrics" : s.metrics_error;
+      for (const auto& note : s.notes)
+        if (s.metrics_ok && (note.find("left out") != std::string::npos ||
+                             note.find("skipped") != std::string::npos)) {
+          why = note;
+          break;
+        }
+      c.server_side_absent_reason = why;
     }
     if (s.sglang_avg_spec_accept_length_after)
       c.sglang_avg_spec_accept_length = s.sglang_avg_spec_accept_length_after; // the latest

@@ -362,6 +362,17 @@ TEST(Metrics, VllmCounterDeltasGiveAcceptanceLength) {
   const auto r = diff_snapshots(a, b);
   EXPECT_LT(r.acceptance_length, 0);
   EXPECT_FALSE(r.notes.empty());
+  // A counter that is NaN or Inf on either side is named and skipped, not a NaN ratio.
+  for (const char* bad : {"NaN", "+Inf"}) {
+    b.samples = parse_prometheus_text(std::string("vllm:spec_decode_num_drafts_total ") + bad +
+                                      "\nvllm:spec_decode_num_accepted_tokens_total 400\n");
+    const auto n = diff_snapshots(a, b);
+    EXPECT_LT(n.acceptance_length, 0) << bad;
+    ASSERT_FALSE(n.notes.empty()) << bad;
+    EXPECT_NE(n.notes[0].find("vllm:spec_decode_num_drafts_total is not a finite number"),
+              std::string::npos)
+        << n.notes[0];
+  }
 }
 
 // A "before" scrape that failed must not turn the server's lifetime totals into the interval's.

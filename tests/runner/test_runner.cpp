@@ -418,6 +418,13 @@ TEST(Runner, ServerCountersBeyondWhatTheMethodCanCommitAreLeftOut) {
   EXPECT_TRUE(told_rate);
   ASSERT_TRUE(r->runs[0].acceptance_length); // the client's own figure stands
   EXPECT_LE(*r->runs[0].acceptance_length, 5.0);
+  // The report says why the server-side column is empty: not "no counters".
+  const auto rep = load_report(dir);
+  ASSERT_TRUE(rep);
+  const auto& c = rep->phases.at(0).cells.at(0);
+  EXPECT_FALSE(c.server_acceptance_length);
+  EXPECT_NE(c.server_side_absent_reason.find("left out"), std::string::npos)
+      << c.server_side_absent_reason;
 }
 
 TEST(Runner, AnAutoregressiveCellWhoseServerSpeculatesFails) {
