@@ -315,6 +315,7 @@ struct Transfer {
   int64_t last_completion = 0;
   bool saw_done = false, saw_finish = false;
   bool first_line = true;   // the stream's first line, which may start with a byte-order mark
+  bool after_cr = false;    // the last read ended with '\r': a '\n' first in the next one goes
   Clock::time_point t_done; // when [DONE] arrived: the answer is complete there
   ErrorKind fail = ErrorKind::none;
   std::string fail_msg;
@@ -549,9 +550,13 @@ struct Transfer {
     return false;
   }
 
+  // Lines end with "\r\n", "\n" or a lone "\r" (the SSE format allows all three).
   bool feed_sse(std::string_view data, Clock::time_point now) {
+    if (after_cr && !data.empty() && data[0] == '\n')
+      data.remove_prefix(1); // the "\n" of a "\r\n" split across two reads
+    after_cr = false;
     while (!data.empty()) {
-      const size_t nl = data.find('\n');
+      const size_t nl = data.find_first_of("\r\n");
       if (nl == std::string_view::npos) {
         line.append(data);
         if (line.size() > (4u << 20)) {
@@ -570,7 +575,12 @@ struct Transfer {
       }
       if (!ok)
         return false;
+      const bool cr = data[nl] == '\r';
       data.remove_prefix(nl + 1);
+      if (cr && !data.empty() && data[0] == '\n')
+        data.remove_prefix(1);
+      else if (cr && data.empty())
+        after_cr = true;
     }
     return true;
   }

@@ -211,3 +211,27 @@ TEST(ClientAnswers, AnEmptyBodySaysSo) {
   EXPECT_EQ(r.error, ErrorKind::malformed) << r.error_message;
   EXPECT_EQ(r.error_message, "the server answered HTTP 204 with an empty body");
 }
+
+// SSE lines may end with "\r" alone, and a "\r\n" may be split across two reads.
+TEST(ClientAnswers, LinesEndingInCarriageReturnsAreRead) {
+  const auto event = [](int n, const char* end) {
+    return "data: {\"text\":\"a\",\"meta_info\":{\"completion_tokens\":" + std::to_string(n) +
+           "}}" + end + end;
+  };
+  CannedHttpServer cr_only(
+      {{CannedHttpServer::sse_head()}, {event(1, "\r")}, {event(2, "\r")}, {"data: [DONE]\r\r"}});
+  RequestRecord r = one_request(cr_only, ApiKind::generate, 2);
+  ASSERT_TRUE(r.ok) << r.error_message;
+  EXPECT_EQ(r.output_tokens, 2);
+  EXPECT_EQ(r.itls_s.size(), 1u);
+
+  CannedHttpServer split({{CannedHttpServer::sse_head()},
+                          {"data: {\"text\":\"a\",\"meta_info\":{\"completion_tokens\":1}}\r"},
+                          {"\n\r", 20},
+                          {"\n" + event(2, "\r\n"), 20},
+                          {"data: [DONE]\r\n\r\n"}});
+  r = one_request(split, ApiKind::generate, 2);
+  ASSERT_TRUE(r.ok) << r.error_message;
+  EXPECT_EQ(r.output_tokens, 2);
+  EXPECT_EQ(r.itls_s.size(), 1u);
+}
