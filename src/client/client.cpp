@@ -363,7 +363,7 @@ struct Transfer {
     if (e->is_object())
       if (auto c = get_count(*e, "code", nullptr))
         code = static_cast<int>(*c);
-    if (code)
+    if (code >= 100 && code <= 599) // an HTTP status; other codes (40001) stay in the message
       rec.http_status = code;
     fail_with_server_message(code, msg, ErrorKind::http_status, "server error in response");
     rec.body_excerpt = excerpt(j.dump(), opt->body_excerpt_bytes);
@@ -1020,7 +1020,7 @@ struct Client::Impl {
         if (!t->got_first_byte && secs(t->t_start, now) > opt.first_byte_timeout_s) {
           t->set_fail(ErrorKind::timeout_first_byte,
                       "no response byte within " + std::to_string(opt.first_byte_timeout_s) + " s");
-        } else if (opt.idle_timeout_s > 0 && t->got_first_byte &&
+        } else if (opt.idle_timeout_s > 0 && t->got_first_byte && !t->saw_done &&
                    secs(t->t_last_byte, now) > opt.idle_timeout_s) {
           t->set_fail(ErrorKind::timeout_total,
                       "no byte for " + std::to_string(opt.idle_timeout_s) + " s mid-response");

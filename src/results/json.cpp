@@ -234,7 +234,7 @@ RequestMetrics request_from_json(const json& j) {
   r.index = whole(j, "index");
   r.ok = j.at("ok").get<bool>();
   r.error = j.value("error", std::string());
-  r.http_status = whole_or(j, "http_status", 0, 0, 999);
+  r.http_status = whole_or(j, "http_status", 0);
   r.prompt_tokens = whole_or(j, "prompt_tokens", 0);
   r.output_tokens = whole(j, "output_tokens");
   r.start_s = j.value("start_s", 0.0);

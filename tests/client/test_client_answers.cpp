@@ -235,3 +235,29 @@ TEST(ClientAnswers, LinesEndingInCarriageReturnsAreRead) {
   EXPECT_EQ(r.output_tokens, 2);
   EXPECT_EQ(r.itls_s.size(), 1u);
 }
+
+// An error object's own code that is no HTTP status (a gateway's 40001) stays in the message:
+// as the record's HTTP status it made the result file unreadable.
+TEST(ClientAnswers, AnErrorCodeThatIsNoHttpStatusStaysInTheMessage) {
+  CannedHttpServer server(
+      {{CannedHttpServer::sse_head()},
+       {CannedHttpServer::event(R"({"error":{"message":"quota exceeded","code":40001}})")}});
+  const RequestRecord r = one_request(server, ApiKind::completions);
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.http_status, 200);
+  EXPECT_NE(r.error_message.find("quota exceeded"), std::string::npos) << r.error_message;
+}
+
+// With an idle timeout shorter than the second the client waits after [DONE], a server that
+// holds the connection still has its complete answer kept.
+TEST(ClientAnswers, AShortIdleTimeoutDoesNotFailAnAnswerThatEnded) {
+  CannedHttpServer server(
+      {{CannedHttpServer::sse_head()},
+       {CannedHttpServer::event(R"({"text":"a","meta_info":{"completion_tokens":1}})")},
+       {CannedHttpServer::event(R"({"text":"b","meta_info":{"completion_tokens":2}})")},
+       {CannedHttpServer::event("[DONE]")}},
+      5000);
+  const RequestRecord r = one_request(server, ApiKind::generate, 2, 0.3);
+  EXPECT_TRUE(r.ok) << r.error_message;
+  EXPECT_EQ(r.output_tokens, 2);
+}

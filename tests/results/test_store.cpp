@@ -211,6 +211,9 @@ TEST(CellResultJson, NumbersThatAreNotWholeOrDoNotFitAreRefused) {
   EXPECT_NE(refused([](auto& e) { e["summary"]["runs"] = "1"; }).find("runs is \"1\""),
             std::string::npos);
   EXPECT_EQ(refused([](auto&) {}), "accepted");
+  // What the runner can write stays readable: an error object's code, an unsent request's start.
+  EXPECT_EQ(refused([](auto& e) { e["requests"][0]["http_status"] = 40001; }), "accepted");
+  EXPECT_EQ(refused([](auto& e) { e["requests"][0]["start_s"] = -1; }), "accepted");
 }
 
 TEST(CellResultCheck, LoadAllLeavesAnEditedResultOutAsAProblem) {
