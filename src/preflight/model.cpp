@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -53,6 +54,39 @@ double uptime_s(Run& run) {
   double up = -1;
   in >> up;
   return in ? up : -1;
+}
+
+// `p` (absolute) with each symbolic link on the way replaced by where it points, relative
+// targets from the link's folder, dangling links too (what they point at may be gone); at most
+// 40 links, as the kernel allows.
+fs::path follow_links(const fs::path& p) {
+  std::deque<fs::path> rest(p.begin(), p.end());
+  fs::path done = "/";
+  int hops = 0;
+  while (!rest.empty()) {
+    const fs::path part = rest.front();
+    rest.pop_front();
+    if (part.empty() || part == "/" || part == ".")
+      continue;
+    if (part == "..") {
+      done = done.parent_path();
+      continue;
+    }
+    const fs::path next = done / part;
+    std::error_code ec;
+    if (hops < 40 && fs::is_symlink(fs::symlink_status(next, ec))) {
+      const fs::path target = fs::read_symlink(next, ec);
+      if (!ec) {
+        ++hops;
+        if (target.is_absolute())
+          done = "/";
+        rest.insert(rest.begin(), target.begin(), target.end());
+        continue;
+      }
+    }
+    done = next;
+  }
+  return done;
 }
 
 // "org/name" that is not a folder here: what a sweep or --model gives for a model the server
@@ -157,18 +191,13 @@ void run_model_layer(Run& run) {
         return false;
     return true;
   };
-  const fs::path absolute = fs::absolute(path, ec);
-  fs::path link_target;
-  if (fs::is_symlink(fs::symlink_status(path, ec))) {
-    const fs::path target = fs::read_symlink(path, ec);
-    if (!ec)
-      link_target =
-          (target.is_absolute() ? target : absolute.parent_path() / target).lexically_normal();
-  }
-  const bool link_to_shm = !link_target.empty() && inside_shm(link_target);
-  const bool in_shm = inside_shm(absolute) || link_to_shm;
+  // Where the path leads with every link on the way followed, dangling ones included: a linked
+  // parent folder (/home/u/models -> /dev/shm/models) or a chain of links into /dev/shm that
+  // a reboot emptied is still a model that lived in /dev/shm.
+  const fs::path resolved = follow_links(fs::absolute(path, ec));
+  const bool in_shm = inside_shm(resolved);
   const auto shm_diagnosis = [&](CheckResult& c) {
-    const std::string type = fs_type(run, link_to_shm ? link_target.string() : path);
+    const std::string type = fs_type(run, resolved.string());
     const double up = uptime_s(run);
     c.facts.emplace_back("filesystem", type.empty() ? "unknown" : type);
     c.facts.emplace_back("host_uptime", since(up));

@@ -282,6 +282,15 @@ TEST(PreflightModel, OnlyPathsInsideDevShmGetTheRebootDiagnosis) {
   for (const auto& [k, v] : check(r, "model.dir").facts)
     tmpfs |= k == "filesystem" && v == "tmpfs";
   EXPECT_TRUE(tmpfs); // the filesystem of the link's target, not of the link
+  // A linked parent folder, a chain of links, and a trailing slash lead there too.
+  fs::create_symlink("/dev/shm/" + gone, m.root / "models/parent");
+  fs::create_symlink(m.root / "models/relative", m.root / "models/chain");
+  for (const fs::path& p : {m.root / "models/parent/qwen", m.root / "models/chain",
+                            fs::path((m.root / "models/relative").string() + "/")}) {
+    plan.model_path = p.string();
+    const PreflightReport again = run_preflight(plan);
+    EXPECT_THAT(check(again, "model.dir").diagnosis, HasSubstr("emptied at every boot")) << p;
+  }
 }
 
 TEST(PreflightModel, ADanglingIndexLinkAndAHubIdAreNamed) {
