@@ -84,7 +84,9 @@ std::string unsafe_output(const ReportArgs& a) {
   }
   if (!a.plot.empty() && !a.plot_acceptance.empty()) {
     std::error_code ec1, ec2;
-    if (fs::weakly_canonical(a.plot, ec1) == fs::weakly_canonical(a.plot_acceptance, ec2))
+    const fs::path p1 = fs::weakly_canonical(a.plot, ec1);
+    const fs::path p2 = fs::weakly_canonical(a.plot_acceptance, ec2);
+    if (ec1 || ec2 ? a.plot == a.plot_acceptance : p1 == p2)
       return "--plot and --plot-acceptance both name " + a.plot +
              ": the second plot would replace the first; give each its own file";
   }

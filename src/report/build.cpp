@@ -62,9 +62,10 @@ ReportCell make_cell(const CellResult& r) {
     } else if (c.server_side_absent_reason.empty()) {
       // Counters that were there but unusable say why (implausible, not finite, went down).
       std::string why = s.metrics_ok ? "no speculative counters in /metrics" : s.metrics_error;
-      for (const auto& note : s.notes)
+      for (const auto& note : s.notes) // about the speculative counters only
         if (s.metrics_ok && (note.find("left out") != std::string::npos ||
-                             note.find("skipped") != std::string::npos)) {
+                             (note.find("skipped") != std::string::npos &&
+                              note.find("spec_") != std::string::npos))) {
           why = note;
           break;
         }

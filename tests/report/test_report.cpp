@@ -505,6 +505,26 @@ TEST(Report, TextFromTheFilesCannotAddMarkdownOrTerminalCodes) {
   EXPECT_NE(md.find("# specbench report: demox # injected heading"), std::string::npos) << md;
 }
 
+// Why the server-side figure is absent: a note about the speculative counters, never one about
+// an unrelated counter of the server.
+TEST(Report, TheServerSideReasonIsAboutTheSpeculativeCounters) {
+  auto results = sample();
+  ServerSideFigures s;
+  s.metrics_ok = true;
+  s.notes = {"counter http_requests_total went down (server restarted?); skipped"};
+  results[1].runs[0].server_side = s;
+  results[1].runs[1].server_side = s;
+  auto rep = build_report(results, nullptr);
+  EXPECT_EQ(find(rep, "tp1-linear-k16")->server_side_absent_reason,
+            "no speculative counters in /metrics");
+  s.notes.push_back("counter vllm:spec_decode_num_drafts_total is not a finite number (NaN or "
+                    "Inf); skipped");
+  results[1].runs[0].server_side = s;
+  rep = build_report(results, nullptr);
+  EXPECT_NE(find(rep, "tp1-linear-k16")->server_side_absent_reason.find("spec_decode"),
+            std::string::npos);
+}
+
 TEST(Report, SvgStaysXmlAndDrawsOnlyCellsThatFailedAsFailed) {
   auto results = sample();
   // A colourised log line, and U+FFFE and U+FFFF: UTF-8, but not characters XML 1.0 allows.
