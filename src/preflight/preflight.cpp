@@ -8,9 +8,10 @@
 #include "specbench/detail/utf8.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <ctime>
-#include <filesystem>
 #include <set>
+#include <sys/stat.h>
 
 namespace specbench::preflight {
 namespace {
@@ -643,8 +644,11 @@ Status validate_plan(const PreflightPlan& plan) {
       return {StatusCode::invalid_argument, "GPU " + std::to_string(g) + " is listed twice",
               "list each GPU once", "preflight plan"};
   }
-  // A root that is not there (a typo) would read as a machine with no driver at all.
-  if (std::error_code ec; !plan.root.empty() && !std::filesystem::is_directory(plan.root, ec))
+  // A root that is not there (a typo) would read as a machine with no driver at all. One this
+  // user may not look into is not refused here: the checks under it say what they cannot read.
+  if (struct stat st{}; !plan.root.empty() &&
+                        (::stat(plan.root.c_str(), &st) == 0 ? !S_ISDIR(st.st_mode)
+                                                             : errno == ENOENT || errno == ENOTDIR))
     return {StatusCode::invalid_argument, "--root " + plan.root + " is not a directory",
             "give the directory that holds the machine's /dev, /proc and /sys (default /)",
             "preflight plan"};
