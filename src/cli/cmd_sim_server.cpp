@@ -175,7 +175,8 @@ const Registrar reg{Command{
       sub->add_option("--fault", args->fault,
                       "none, fail-start, oom-start, exit-start, nccl-error, crash-after:N, hang, "
                       "hang-after:N, unavailable, malformed-json, trickle, wrong-content-length, "
-                      "no-metrics, garbage-crash-after:N, garbage-body, lying-counts, quiet-lies")
+                      "no-metrics, garbage-crash-after:N, garbage-body, lying-counts, quiet-lies, "
+                      "lying-metrics, broken-generation")
           ->capture_default_str();
       sub->add_option("--exit-delay-s", args->exit_delay_s,
                       "fail-start, oom-start, exit-start: linger this long after the error line "
