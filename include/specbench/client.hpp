@@ -233,8 +233,9 @@ public:
   /// Clears the abort flag so the client can be used again.
   void reset_abort();
 
-  /// Bytes received by all requests so far (grows while streams progress; a watchdog's
-  /// progress counter). Thread-safe.
+  /// Bytes of data received by all requests so far: whole bodies, and a stream's `data:` lines
+  /// (not its keep-alive comments), so it grows only while answers progress; a watchdog's
+  /// progress counter. Thread-safe.
   uint64_t bytes_received() const noexcept;
   /// Requests in flight now. Thread-safe.
   int in_flight() const noexcept;

@@ -1023,7 +1023,8 @@ struct Client::Impl {
         } else if (opt.idle_timeout_s > 0 && t->got_first_byte && !t->saw_done &&
                    secs(t->t_last_byte, now) > opt.idle_timeout_s) {
           t->set_fail(ErrorKind::timeout_total,
-                      "no byte for " + std::to_string(opt.idle_timeout_s) + " s mid-response");
+                      "no data for " + std::to_string(opt.idle_timeout_s) +
+                          " s mid-response (keep-alive comments do not count)");
         } else {
           continue;
         }
