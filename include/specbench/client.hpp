@@ -130,6 +130,9 @@ struct RequestRecord {
       chunk_tokens; ///< new tokens per content chunk (same order; first chunk included)
 
   int prompt_tokens = -1; ///< server-reported (meta_info / usage / timings), -1 = unknown
+  /// Token ids sent as ids (/generate, /v1/completions), 0 = sent as text. A server that counts
+  /// another number for them did not process the prompt sent, and the request fails.
+  int sent_prompt_tokens = 0;
   int output_tokens = -1; ///< server-reported completion tokens (else counted chunks), -1 = unknown
   std::string finish_reason; ///< "length", "stop", ... as reported
   int64_t bytes = 0;         ///< response bytes received

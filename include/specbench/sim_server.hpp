@@ -145,6 +145,10 @@ enum class SimFault {
   /// /health answers 200 but every generation answers HTTP 500 "CUDA error: an illegal memory
   /// access was encountered", and nothing reaches the log: a GPU broken under a live server
   broken_generation,
+  /// every prompt of two or more tokens loses its first half before generation, and the answer
+  /// counts only the half kept: a server that truncates prompts to fit (vLLM's
+  /// truncate_prompt_tokens, a --context-length below the workload's)
+  truncate_prompts,
 };
 /// Stable name as on the command line, e.g. "crash-after".
 const char* to_string(SimFault fault) noexcept;

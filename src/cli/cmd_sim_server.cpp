@@ -176,7 +176,7 @@ const Registrar reg{Command{
                       "none, fail-start, oom-start, exit-start, nccl-error, crash-after:N, hang, "
                       "hang-after:N, unavailable, malformed-json, trickle, wrong-content-length, "
                       "no-metrics, garbage-crash-after:N, garbage-body, lying-counts, quiet-lies, "
-                      "lying-metrics, broken-generation")
+                      "lying-metrics, broken-generation, truncate-prompts")
           ->capture_default_str();
       sub->add_option("--exit-delay-s", args->exit_delay_s,
                       "fail-start, oom-start, exit-start: linger this long after the error line "

@@ -146,7 +146,9 @@ void absorb_openai_extras(const json& j, RequestRecord& r, std::string* bad) {
       r.spec.draft_n = v;
     if (auto v = first_count(*t, bad, "draft_n_accepted", "draft_accepted_n"))
       r.spec.draft_n_accepted = v;
-    if (r.prompt_tokens < 0)
+    // prompt_n counts the tokens processed, without a cached prefix: the prompt's length only
+    // when nothing else says it, and never held against the ids sent.
+    if (r.prompt_tokens < 0 && r.sent_prompt_tokens == 0)
       if (auto v = get_count(*t, "prompt_n", bad))
         r.prompt_tokens = static_cast<int>(*v);
     if (r.output_tokens < 0)
@@ -782,6 +784,8 @@ struct Client::Impl {
     t.t_start = Clock::now();
     t.t_last_byte = t.t_start;
     t.rec.start_s = secs(run_start, t.t_start);
+    t.rec.sent_prompt_tokens =
+        opt.api == ApiKind::chat ? 0 : static_cast<int>(r.prompt.input_ids.size());
     t.active = true;
     curl_multi_add_handle(multi, e);
     in_flight.fetch_add(1, std::memory_order_relaxed);
@@ -891,6 +895,17 @@ struct Client::Impl {
           (length ? ": the prompt leaves no room in the server's context (SGLang shortens "
                     "max_new_tokens to what fits, down to 0)"
                   : "");
+    }
+    if (r.error == ErrorKind::none && r.sent_prompt_tokens > 0 && r.prompt_tokens >= 0 &&
+        r.prompt_tokens != r.sent_prompt_tokens) {
+      // Token ids go in as they are (no BOS, no template): another count means the server
+      // truncated or re-tokenized the prompt, and the request measured a prompt not asked for.
+      r.error = ErrorKind::malformed;
+      r.error_message =
+          "the server counted " + std::to_string(r.prompt_tokens) + " prompt tokens for the " +
+          std::to_string(r.sent_prompt_tokens) + " token ids sent" +
+          (r.prompt_tokens < r.sent_prompt_tokens ? " (it truncated the prompt?)" : "") +
+          ", so this request did not measure the prompt asked for";
     }
     if (r.error == ErrorKind::none)
       if (std::string why = spec_contradiction(r, opt.max_tokens_per_step); !why.empty()) {

@@ -101,7 +101,7 @@ RequestMetrics to_metrics(const RequestRecord& q) {
       m.error += ": " + q.error_message;
   }
   m.http_status = q.http_status;
-  m.prompt_tokens = std::max(0, q.prompt_tokens);
+  m.prompt_tokens = q.prompt_tokens >= 0 ? q.prompt_tokens : q.sent_prompt_tokens;
   m.output_tokens = std::max(0, q.output_tokens);
   m.start_s = q.start_s;
   m.ttft_s = std::max(0.0, q.ttft_s);
@@ -109,6 +109,26 @@ RequestMetrics to_metrics(const RequestRecord& q) {
   m.itl_s = q.itls_s;
   m.verify_steps = q.verify_steps();
   return m;
+}
+
+// A note when the server counted text prompts longer than the workload's max_prompt_tokens, the
+// bound the context check before the run trusted; "" when none was, or no bound was set.
+std::string prompt_bound_note(const std::vector<RequestMetrics>& requests, const Workload& w) {
+  if (w.max_prompt_tokens <= 0)
+    return {};
+  int longest = 0, over = 0;
+  for (const auto& q : requests)
+    if (q.prompt_tokens > w.max_prompt_tokens) {
+      ++over;
+      longest = std::max(longest, q.prompt_tokens);
+    }
+  if (over == 0)
+    return {};
+  return "the server counted up to " + std::to_string(longest) + " prompt tokens (" +
+         std::to_string(over) + " of " + std::to_string(requests.size()) +
+         " measured requests), more than max_prompt_tokens " + std::to_string(w.max_prompt_tokens) +
+         ", which the context check before the run trusted: raise max_prompt_tokens to at least " +
+         std::to_string(longest);
 }
 
 // The server's own figures for one measured run, from scrapes right before and right after it.
@@ -869,6 +889,8 @@ CellResult SweepRun::run_cell(const Cell& c, const Phase& phase) {
   if (!sr.port_free)
     r.notes.push_back("the server's port was still in use after it stopped");
 
+  if (std::string note = prompt_bound_note(r.requests, c.workload); !note.empty())
+    r.notes.push_back(std::move(note));
   r.runs = summarize_runs(r.requests, c.workload.runs);
   for (auto& run : r.runs)
     if (run.run >= 0 && static_cast<size_t>(run.run) < server_side.size())

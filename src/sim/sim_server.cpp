@@ -759,6 +759,8 @@ struct SimServer::Impl {
       ++stats.rejected_requests;
       return send_error(c, 400, err);
     }
+    if (f == SimFault::truncate_prompts && g.ids.size() >= 2)
+      g.ids.erase(g.ids.begin(), g.ids.begin() + static_cast<std::ptrdiff_t>(g.ids.size() / 2));
     if (f == SimFault::lying_counts)
       g.lie = static_cast<int>((n - 1) % 6);
     if (f == SimFault::quiet_lies) {

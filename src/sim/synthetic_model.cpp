@@ -296,6 +296,8 @@ const char* to_string(SimFault fault) noexcept {
     return "lying-metrics";
   case SimFault::broken_generation:
     return "broken-generation";
+  case SimFault::truncate_prompts:
+    return "truncate-prompts";
   }
   return "?";
 }
@@ -319,7 +321,8 @@ Expected<SimFaultSpec> parse_sim_fault(std::string_view text) {
                                  SimFault::lying_counts,
                                  SimFault::quiet_lies,
                                  SimFault::lying_metrics,
-                                 SimFault::broken_generation};
+                                 SimFault::broken_generation,
+                                 SimFault::truncate_prompts};
   std::string_view name = text, count;
   const auto colon = text.find(':');
   if (colon != std::string_view::npos) {

@@ -67,6 +67,25 @@ TEST(ClientAnswers, ACountSentAsAStringFailsTheRequest) {
       << r.error_message;
 }
 
+// llama.cpp's timings.prompt_n counts the prompt tokens it processed, without a prefix from its
+// cache: 1 of the 3 ids here. With no usage to say the prompt's length, that is no truncation.
+TEST(ClientAnswers, LlamaCppPromptNAfterACacheHitIsNoTruncation) {
+  std::vector<Piece> script = {{CannedHttpServer::sse_head()}};
+  for (int i = 0; i < 2; ++i)
+    script.push_back(
+        {CannedHttpServer::event(R"({"choices":[{"index":0,"text":"ab","finish_reason":null}]})")});
+  script.push_back(
+      {CannedHttpServer::event(R"({"choices":[{"index":0,"text":"","finish_reason":"length"}],)"
+                               R"("timings":{"prompt_n":1,"predicted_n":2}})")});
+  script.push_back({CannedHttpServer::event("[DONE]")});
+  CannedHttpServer server(script);
+  const RequestRecord r = one_request(server, ApiKind::completions, 2);
+  EXPECT_TRUE(r.ok) << r.error_message;
+  EXPECT_EQ(r.sent_prompt_tokens, 3);
+  EXPECT_EQ(r.prompt_tokens, -1); // unknown, not the cache-shortened 1
+  EXPECT_EQ(r.output_tokens, 2);
+}
+
 // vLLM streams a reasoning model's thinking as delta.reasoning (reasoning_content before): those
 // are tokens, and the first of them is the first token.
 TEST(ClientAnswers, VllmReasoningDeltasAreTokens) {

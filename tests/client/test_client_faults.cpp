@@ -140,6 +140,50 @@ TEST(ClientFaults, CountsThatLieFailTheRequest) {
   }
 }
 
+// A server that truncates prompts answers well formed and fast, for a prompt that was not the one
+// asked for: the count it reports for the token ids sent gives it away.
+TEST(ClientFaults, APromptTheServerTruncatedFailsTheRequest) {
+  for (ApiKind api : {ApiKind::generate, ApiKind::completions, ApiKind::chat}) {
+    SCOPED_TRACE(to_string(api));
+    LocalSim sim(with_fault(SimFault::truncate_prompts));
+    auto o = quick(sim.url);
+    o.api = api;
+    o.backend = api == ApiKind::generate ? Backend::sglang : Backend::openai;
+    o.model = "synthetic/sim-model";
+    Client c(o);
+    auto reqs = requests(2);
+    for (auto& r : reqs)
+      r.prompt.input_ids = {11, 12, 13, 14, 15, 16, 17, 18}; // the server keeps 4 of 8
+    auto run = c.run(reqs, 1);
+    ASSERT_TRUE(run.has_value());
+    ASSERT_EQ(run->records.size(), 2u);
+    for (const auto& r : run->records) {
+      if (api == ApiKind::chat) {
+        // Chat cannot take ids (they go as text), so no count is known to hold against it.
+        EXPECT_TRUE(r.ok) << r.error_message;
+        EXPECT_EQ(r.sent_prompt_tokens, 0);
+        continue;
+      }
+      EXPECT_EQ(r.sent_prompt_tokens, 8);
+      EXPECT_EQ(r.prompt_tokens, 4); // the fault happened: the server counted half
+      EXPECT_FALSE(r.ok);
+      EXPECT_EQ(r.error, ErrorKind::malformed);
+      EXPECT_NE(r.error_message.find("counted 4 prompt tokens for the 8 token ids sent"),
+                std::string::npos)
+          << r.error_message;
+    }
+  }
+  // The same requests to an honest server pass, with the count sent.
+  LocalSim honest(fast_sim(MethodKind::linear, 8));
+  Client c(quick(honest.url));
+  auto reqs = requests(1);
+  reqs[0].prompt.input_ids = {11, 12, 13, 14, 15, 16, 17, 18};
+  auto run = c.run(reqs, 1);
+  ASSERT_TRUE(run.has_value());
+  EXPECT_TRUE(run->records[0].ok) << run->records[0].error_message;
+  EXPECT_EQ(run->records[0].prompt_tokens, 8);
+}
+
 // Lies that pass every count check of lying-counts: each would have entered the cell's figures
 // as a short, fast or highly accepted answer.
 TEST(ClientFaults, QuietLiesFailTheRequest) {

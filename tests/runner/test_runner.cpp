@@ -427,6 +427,47 @@ TEST(Runner, ServerCountersBeyondWhatTheMethodCanCommitAreLeftOut) {
       << c.server_side_absent_reason;
 }
 
+// Text prompts have no length before the run: the context check trusts max_prompt_tokens. When the
+// server counts more, the cell says so and by how much, so the next campaign's check is right.
+TEST(Runner, TextPromptsLongerThanMaxPromptTokensAreNoted) {
+  const auto dir = specbench::testing::make_temp_dir("runner-prompt-bound");
+  const auto data = dir / "prompts.jsonl";
+  {
+    std::ofstream f(data);
+    std::string words;
+    for (int i = 0; i < 30; ++i)
+      words += "word" + std::to_string(i) + " "; // 30 tokens to the sim's tokenizer
+    f << R"({"prompt": ")" << words << "\"}\n"
+      << R"({"prompt": "four short words here"})"
+      << "\n";
+  }
+  auto sweep = small_sweep(8, {4});
+  sweep.workloads[0].prompt_tokens = 0;
+  sweep.workloads[0].dataset = data;
+  sweep.workloads[0].max_prompt_tokens = 10;
+  sweep.workloads[0].requests = 2;
+  sweep.workloads[0].concurrency = 1;
+  for (const auto& d : validate_sweep(sweep))
+    ASSERT_NE(d.severity, Severity::error) << d.to_string();
+  auto o = options(dir / "results");
+  o.only = {"tp1-autoregressive"};
+  auto out = run_sweep(sweep, expand(sweep), o);
+  ASSERT_TRUE(out) << out.status().to_string();
+  EXPECT_EQ(out->ok, 1);
+  auto r = ResultStore::open(dir / "results")->load("tp1-autoregressive");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->requests.size(), 2u);
+  // The server's counts of the two prompts (in the order the workload drew them).
+  EXPECT_EQ(std::max(r->requests[0].prompt_tokens, r->requests[1].prompt_tokens), 30);
+  EXPECT_EQ(std::min(r->requests[0].prompt_tokens, r->requests[1].prompt_tokens), 4);
+  bool noted = false;
+  for (const auto& n : r->notes)
+    noted |= n.find("counted up to 30 prompt tokens (1 of 2 measured requests), more than "
+                    "max_prompt_tokens 10") != std::string::npos &&
+             n.find("raise max_prompt_tokens to at least 30") != std::string::npos;
+  EXPECT_TRUE(noted) << (r->notes.empty() ? std::string("no notes") : r->notes.front());
+}
+
 TEST(Runner, AnAutoregressiveCellWhoseServerSpeculatesFails) {
   const auto dir = specbench::testing::make_temp_dir("runner-ar-speculates");
   auto sweep = small_sweep(24, {4});
