@@ -84,6 +84,9 @@ struct ServerSideFigures {
   std::optional<double> acceptance_length;
   std::string acceptance_source; ///< which counters, e.g. "vLLM: 1 + delta ... / delta ..."
   std::optional<double> draft_acceptance_rate; ///< accepted / proposed draft tokens (deltas)
+  /// Why acceptance_length is absent (no metrics, counters left out as implausible or skipped,
+  /// none in /metrics); "" when it is present, and in results written before this field.
+  std::string acceptance_absent_reason;
   /// SGLang internal_states[0].avg_spec_accept_length after the run (not a delta: cumulative
   /// since the server started or the last /flush_cache; lags up to decode_log_interval steps).
   std::optional<double> sglang_avg_spec_accept_length_after;

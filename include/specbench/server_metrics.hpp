@@ -74,6 +74,9 @@ struct ServerDelta {
   /// delta accepted tokens / delta verify steps. -1 when no counters were found.
   double acceptance_length = -1;
   std::string acceptance_source;     ///< e.g. "vllm:spec_decode_* counter deltas"
+  /// Why acceptance_length is -1: no metrics, a speculative counter skipped (not finite, went
+  /// down), or none in /metrics; "" when it is set.
+  std::string acceptance_absent_reason;
   double draft_acceptance_rate = -1; ///< delta accepted / delta draft tokens, -1 = n/a
   /// SGLang's internal_states[0].avg_spec_accept_length after the run (server-cumulative since
   /// start or the last /flush_cache; lags up to 40 decode steps), -1 when absent.

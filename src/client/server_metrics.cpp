@@ -233,19 +233,25 @@ ServerDelta diff_snapshots(const ServerSnapshot& before, const ServerSnapshot& a
   if (!counters)
     d.notes.push_back("no metrics before the interval (" + before.metrics_error +
                       "); counters not differenced");
+  std::string spec_counter_skipped; // the first speculative counter left out, and why
+  auto skipped = [&](const std::string& key, std::string note) {
+    if (spec_counter_skipped.empty() && key.find("spec") != std::string::npos)
+      spec_counter_skipped = note;
+    d.notes.push_back(std::move(note));
+  };
   for (const auto& s : after.samples) {
     const std::string k = s.key();
     if (ends_with(s.name, "_total") || ends_with(s.name, "_count") || ends_with(s.name, "_sum")) {
       if (!counters)
         continue;
       if (!std::isfinite(s.value) || (prev.count(k) && !std::isfinite(prev[k]))) {
-        d.notes.push_back("counter " + k + " is not a finite number (NaN or Inf); skipped");
+        skipped(k, "counter " + k + " is not a finite number (NaN or Inf); skipped");
         continue;
       }
       auto it = prev.find(k);
       const double p = it == prev.end() ? 0.0 : it->second;
       if (s.value < p) {
-        d.notes.push_back("counter " + k + " went down (server restarted?); skipped");
+        skipped(k, "counter " + k + " went down (server restarted?); skipped");
         continue;
       }
       d.counter_deltas[k] = s.value - p;
@@ -283,6 +289,13 @@ ServerDelta diff_snapshots(const ServerSnapshot& before, const ServerSnapshot& a
         "/flush_cache, from DP rank 0 only, and lags up to decode_log_interval steps");
   if (d.acceptance_length < 0 && !after.metrics_ok)
     d.notes.push_back("no Prometheus metrics (" + after.metrics_error + ")");
+  if (d.acceptance_length < 0)
+    d.acceptance_absent_reason =
+        !after.metrics_ok ? "no Prometheus metrics (" + after.metrics_error + ")"
+        : !counters
+            ? "no metrics before the run (" + before.metrics_error + "); counters not differenced"
+        : !spec_counter_skipped.empty() ? spec_counter_skipped
+                                        : "no speculative counters in /metrics";
   if (after.synthetic_model)
     d.notes.push_back("the server's model is synthetic (specbench sim-server)");
   return d;

@@ -22,6 +22,19 @@ int kind_rank(MethodKind k) {
   return 3;
 }
 
+// Why a run has no counter acceptance length, for results written before the runner stored the
+// reason: counters that were there but unusable say why in a note (implausible, not finite,
+// went down); only notes about the speculative counters count.
+std::string absent_reason_from_notes(const ServerSideFigures& s) {
+  if (!s.metrics_ok)
+    return s.metrics_error;
+  for (const auto& note : s.notes)
+    if (note.find("left out") != std::string::npos ||
+        (note.find("skipped") != std::string::npos && note.find("spec_") != std::string::npos))
+      return note;
+  return "no speculative counters in /metrics";
+}
+
 ReportCell make_cell(const CellResult& r) {
   ReportCell c;
   c.phase_id = r.phase_id;
@@ -60,16 +73,9 @@ ReportCell make_cell(const CellResult& r) {
       if (c.server_acceptance_source.empty())
         c.server_acceptance_source = s.acceptance_source;
     } else if (c.server_side_absent_reason.empty()) {
-      // Counters that were there but unusable say why (implausible, not finite, went down).
-      std::string why = s.metrics_ok ? "no speculative counters in /metrics" : s.metrics_error;
-      for (const auto& note : s.notes) // about the speculative counters only
-        if (s.metrics_ok && (note.find("left out") != std::string::npos ||
-                             (note.find("skipped") != std::string::npos &&
-                              note.find("spec_") != std::string::npos))) {
-          why = note;
-          break;
-        }
-      c.server_side_absent_reason = why;
+      c.server_side_absent_reason = !s.acceptance_absent_reason.empty()
+                                        ? s.acceptance_absent_reason
+                                        : absent_reason_from_notes(s);
     }
     if (s.sglang_avg_spec_accept_length_after)
       c.sglang_avg_spec_accept_length = s.sglang_avg_spec_accept_length_after; // the latest

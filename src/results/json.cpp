@@ -257,6 +257,7 @@ json server_side_to_json(const ServerSideFigures& s) {
           {"acceptance_length", opt(s.acceptance_length)},
           {"acceptance_source", text(s.acceptance_source)},
           {"draft_acceptance_rate", opt(s.draft_acceptance_rate)},
+          {"acceptance_absent_reason", text(s.acceptance_absent_reason)},
           {"sglang_avg_spec_accept_length_after", opt(s.sglang_avg_spec_accept_length_after)},
           {"notes", s.notes}};
 }
@@ -274,6 +275,7 @@ ServerSideFigures server_side_from_json(const json& j) {
   s.acceptance_length = opt_double(j, "acceptance_length");
   s.acceptance_source = text("acceptance_source");
   s.draft_acceptance_rate = opt_double(j, "draft_acceptance_rate");
+  s.acceptance_absent_reason = text("acceptance_absent_reason");
   s.sglang_avg_spec_accept_length_after = opt_double(j, "sglang_avg_spec_accept_length_after");
   s.notes = j.value("notes", std::vector<std::string>{});
   return s;

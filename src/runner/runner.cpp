@@ -161,14 +161,19 @@ ServerSideFigures server_side_of(const ServerSnapshot& before, const ServerSnaps
     std::snprintf(buf, sizeof buf, "%.4g", v);
     return std::string(buf);
   };
+  if (!f.metrics_ok)
+    f.acceptance_absent_reason = f.metrics_error;
+  else if (d.acceptance_length < 0)
+    f.acceptance_absent_reason = d.acceptance_absent_reason;
   if (f.metrics_ok && d.acceptance_length >= 0) {
-    if (d.acceptance_length < 1 || d.acceptance_length > max_tokens_per_step + 1e-9)
+    if (d.acceptance_length < 1 || d.acceptance_length > max_tokens_per_step + 1e-9) {
       f.notes.push_back("the server's counters give an acceptance length of " +
                         number(d.acceptance_length) + " (" + d.acceptance_source +
                         "), outside 1.." + std::to_string(max_tokens_per_step) +
                         ", what a step of this method commits: left out (another client's "
                         "traffic, or counters that are wrong)");
-    else {
+      f.acceptance_absent_reason = f.notes.back();
+    } else {
       f.acceptance_length = d.acceptance_length;
       f.acceptance_source = d.acceptance_source;
     }

@@ -357,11 +357,20 @@ TEST(Metrics, VllmCounterDeltasGiveAcceptanceLength) {
   EXPECT_DOUBLE_EQ(d.acceptance_length, 1.0 + 100.0 / 40.0);
   EXPECT_DOUBLE_EQ(d.draft_acceptance_rate, 100.0 / 600.0);
   EXPECT_NE(d.acceptance_source.find("vLLM"), std::string::npos);
+  EXPECT_TRUE(d.acceptance_absent_reason.empty()) << d.acceptance_absent_reason;
   // A counter that went down (restart) is skipped with a note, not turned into a negative delta.
   b.samples = parse_prometheus_text("vllm:spec_decode_num_drafts_total 5\n");
   const auto r = diff_snapshots(a, b);
   EXPECT_LT(r.acceptance_length, 0);
   EXPECT_FALSE(r.notes.empty());
+  EXPECT_EQ(r.acceptance_absent_reason,
+            "counter vllm:spec_decode_num_drafts_total went down (server restarted?); skipped");
+  // Another counter that went down is no reason: the figure is absent for want of counters.
+  b.samples = parse_prometheus_text("http_requests_total 1\n");
+  a.samples = parse_prometheus_text("http_requests_total 9\n");
+  EXPECT_EQ(diff_snapshots(a, b).acceptance_absent_reason, "no speculative counters in /metrics");
+  a.samples = parse_prometheus_text("vllm:spec_decode_num_drafts_total 100\n"
+                                    "vllm:spec_decode_num_accepted_tokens_total 300\n");
   // A counter that is NaN or Inf on either side is named and skipped, not a NaN ratio.
   for (const char* bad : {"NaN", "+Inf"}) {
     b.samples = parse_prometheus_text(std::string("vllm:spec_decode_num_drafts_total ") + bad +
@@ -372,6 +381,7 @@ TEST(Metrics, VllmCounterDeltasGiveAcceptanceLength) {
     EXPECT_NE(n.notes[0].find("vllm:spec_decode_num_drafts_total is not a finite number"),
               std::string::npos)
         << n.notes[0];
+    EXPECT_EQ(n.acceptance_absent_reason, n.notes[0]) << bad;
   }
 }
 
@@ -391,6 +401,8 @@ TEST(Metrics, NoCounterDeltasWithoutABeforeScrape) {
   EXPECT_DOUBLE_EQ(d.gauges_after.at("vllm:num_requests_running"), 3);
   ASSERT_FALSE(d.notes.empty());
   EXPECT_NE(d.notes.front().find("connection timed out"), std::string::npos) << d.notes.front();
+  EXPECT_EQ(d.acceptance_absent_reason, "no metrics before the run (/metrics: connection timed "
+                                        "out); counters not differenced");
 }
 
 TEST(Metrics, ScrapeWithoutEndpointsIsNotAnError) {

@@ -525,6 +525,25 @@ TEST(Report, TheServerSideReasonIsAboutTheSpeculativeCounters) {
             std::string::npos);
 }
 
+// The reason the runner stored is the one shown, whatever the notes say; results written before
+// it was stored fall back to the notes (above).
+TEST(Report, TheStoredServerSideReasonIsShown) {
+  auto results = sample();
+  ServerSideFigures s;
+  s.metrics_ok = true;
+  s.acceptance_absent_reason = "no metrics before the run (timed out); counters not differenced";
+  s.notes = {"a figure of another kind: left out"};
+  results[1].runs[0].server_side = s;
+  results[1].runs[1].server_side = s;
+  auto rep = build_report(results, nullptr);
+  EXPECT_EQ(find(rep, "tp1-linear-k16")->server_side_absent_reason, s.acceptance_absent_reason);
+  // And it survives the results file.
+  const auto back = cell_result_from_json(to_json(results[1]));
+  ASSERT_TRUE(back);
+  ASSERT_TRUE(back->runs[0].server_side);
+  EXPECT_EQ(back->runs[0].server_side->acceptance_absent_reason, s.acceptance_absent_reason);
+}
+
 TEST(Report, SvgStaysXmlAndDrawsOnlyCellsThatFailedAsFailed) {
   auto results = sample();
   // A colourised log line, and U+FFFE and U+FFFF: UTF-8, but not characters XML 1.0 allows.
@@ -650,8 +669,9 @@ TEST(Report, ACopyOfACellResultNeitherReplacesNorDoublesIt) {
   std::filesystem::copy_file(cells / "tp1-linear-k16.old.json", cells / "zz-backup.json");
   std::filesystem::rename(cells / "keep.json", cells / "tp1-linear-k16.json");
   for (const bool with_manifest : {false, true}) {
-    if (with_manifest)
+    if (with_manifest) {
       ASSERT_TRUE(store->write_manifest(manifest_for(results)));
+    }
     auto rep = load_report(dir);
     ASSERT_TRUE(rep) << rep.status().to_string();
     EXPECT_EQ(rep->cell_count(), 7) << with_manifest;

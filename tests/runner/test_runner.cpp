@@ -408,6 +408,9 @@ TEST(Runner, ServerCountersBeyondWhatTheMethodCanCommitAreLeftOut) {
   EXPECT_TRUE(s.metrics_ok) << s.metrics_error;
   EXPECT_FALSE(s.acceptance_length); // 1,000 claimed tokens over a few dozen steps
   EXPECT_FALSE(s.draft_acceptance_rate);
+  EXPECT_NE(s.acceptance_absent_reason.find("what a step of this method commits: left out"),
+            std::string::npos)
+      << s.acceptance_absent_reason;
   bool told_length = false, told_rate = false;
   for (const auto& n : s.notes) {
     told_length |=
