@@ -70,6 +70,8 @@ using GpuMemoryReader =
 Expected<std::vector<std::uint64_t>> read_gpu_memory_nvml(const std::vector<int>& gpus,
                                                           const PreflightReport* report = nullptr);
 
+struct SweepOutcome;
+
 /// How to run a sweep.
 struct RunnerOptions {
   /// Results directory; empty = the sweep's runner.results_dir, else "results/<sweep name>".
@@ -84,6 +86,10 @@ struct RunnerOptions {
   const std::atomic<bool>* stop = nullptr;
   /// Progress events, called on the runner's threads (keep it short; never throws).
   std::function<void(const RunnerEvent&)> on_event;
+  /// Called once the sweep has ended (not when it could not start), while the results directory
+  /// is still locked: write the report here, so that no other run can move results aside or
+  /// measure them again between reading them and writing it.
+  std::function<void(const SweepOutcome&)> while_locked;
   /// Overrides Sweep::runner.preflight when set: false = no preflight at all.
   std::optional<bool> preflight;
   /// Template for each phase's preflight plan (library paths, probe, timeouts); tp, gpus and

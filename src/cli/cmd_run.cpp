@@ -220,22 +220,18 @@ int run_run(const RunArgs& a) {
     o.preflight = false;
   o.on_event = [progress](const RunnerEvent& e) { (*progress)(e); };
 
-  auto outcome = run_sweep(sweep, *matrix, o);
-  if (!outcome) {
-    std::fprintf(stderr, "specbench run: %s\n", outcome.status().to_string().c_str());
-    return exit_could_not_run;
-  }
   // The report files are rewritten even with --no-report: the old ones would describe results
-  // this run may have moved aside.
-  {
-    auto rep = load_report(outcome->results_dir);
+  // this run may have moved aside. Written while the results directory is still locked, so that
+  // a second run cannot change the results between this report's reading and its writing.
+  o.while_locked = [&a](const SweepOutcome& outcome) {
+    auto rep = load_report(outcome.results_dir);
     if (rep) {
       if (!a.no_report) {
         const std::string md = report_markdown(*rep);
         std::fwrite(md.data(), 1, md.size(), stdout); // all of it, whatever bytes it holds
         std::fflush(stdout);
       }
-      auto files = write_report_files(*rep, outcome->results_dir / "report");
+      auto files = write_report_files(*rep, outcome.results_dir / "report");
       if (files) {
         if (!a.no_report)
           std::fprintf(stderr, "report: %s (plots: %s, %s)\n", files->markdown.string().c_str(),
@@ -246,6 +242,12 @@ int run_run(const RunArgs& a) {
     } else {
       std::fprintf(stderr, "specbench run: no report: %s\n", rep.status().to_string().c_str());
     }
+  };
+
+  auto outcome = run_sweep(sweep, *matrix, o);
+  if (!outcome) {
+    std::fprintf(stderr, "specbench run: %s\n", outcome.status().to_string().c_str());
+    return exit_could_not_run;
   }
   if (outcome->stopped)
     std::fprintf(stderr, "interrupted: run the same command again to resume (finished cells are "

@@ -1170,7 +1170,10 @@ Expected<SweepOutcome> run_sweep(const Sweep& sweep, const Matrix& matrix,
   if (Status st = remove_report_files(dir / "report"); !st)
     return st;
   SweepRun run(sweep, matrix, options, std::move(*store));
-  return run.run();
+  auto outcome = run.run();
+  if (outcome && options.while_locked)
+    options.while_locked(*outcome);
+  return outcome; // the lock goes here, after the report
 }
 
 } // namespace specbench

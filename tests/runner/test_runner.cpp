@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <sys/file.h>
 #include <sys/resource.h>
 #include <thread>
@@ -251,6 +252,36 @@ TEST(Runner, ASecondRunOnTheSameDirectoryIsRefused) {
   ASSERT_FALSE(out);
   EXPECT_EQ(out.status().code(), StatusCode::unavailable);
   EXPECT_NE(out.status().message().find("another specbench run"), std::string::npos);
+}
+
+// The report is written while the directory is still locked: a second run that took the lock
+// between the sweep's end and the report could move results aside and leave a report of results
+// that are no longer there.
+TEST(Runner, TheReportHookRunsWhileTheDirectoryIsLocked) {
+  const auto dir = specbench::testing::make_temp_dir("runner-lock-report");
+  auto sweep = small_sweep();
+  auto o = options(dir);
+  o.only = {"tp1-autoregressive"};
+  int calls = 0;
+  std::optional<Status> second;
+  o.while_locked = [&](const SweepOutcome& outcome) {
+    ++calls;
+    EXPECT_EQ(outcome.ok, 1);
+    auto again = options(dir);
+    again.fresh = true; // would move the finished result aside if it ran
+    auto out = run_sweep(sweep, expand(sweep), again);
+    second = out ? Status::ok() : out.status();
+  };
+  auto out = run_sweep(sweep, expand(sweep), o);
+  ASSERT_TRUE(out) << out.status().to_string();
+  EXPECT_EQ(calls, 1);
+  ASSERT_TRUE(second.has_value());
+  EXPECT_EQ(second->code(), StatusCode::unavailable) << second->to_string();
+  EXPECT_NE(second->message().find("another specbench run"), std::string::npos);
+  EXPECT_TRUE(ResultStore::open(dir)->load("tp1-autoregressive")); // still there
+  // Once the run has returned, the lock is free again.
+  auto later = run_sweep(sweep, expand(sweep), options(dir));
+  EXPECT_TRUE(later) << later.status().to_string();
 }
 
 TEST(Runner, GpuMemoryNotBackToBaselineBlocksTheRestOfThePhase) {
