@@ -5,6 +5,10 @@
 #include "specbench/detail/utf8.hpp"
 #include "specbench/matrix.hpp"
 
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/parser.h>
+#include <yaml-cpp/yaml.h>
+
 #include <algorithm>
 #include <fstream>
 #include <map>
@@ -369,6 +373,70 @@ std::optional<Diagnostic> screen_text(std::string_view text, const std::string& 
   return std::nullopt;
 }
 
+// The documents of a YAML text, each with where it starts and where its first content is (none
+// for an empty document). Counted from parser events because yaml-cpp's LoadAll loops forever,
+// allocating, on text its parser cannot move past (a stray `,` at the top: every call returns
+// the same empty document again); a document that starts where the one before did ends it.
+struct DocumentScan : YAML::EventHandler {
+  struct Document {
+    YAML::Mark start;
+    std::optional<YAML::Mark> content;
+  };
+  std::vector<Document> documents;
+  bool stuck = false;
+
+  void OnDocumentStart(const YAML::Mark& mark) override { documents.push_back({mark, {}}); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { seen(mark); }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                const std::string&) override {
+    seen(mark);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {
+    seen(mark);
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {
+    seen(mark);
+  }
+  void OnMapEnd() override {}
+
+  void seen(const YAML::Mark& mark) {
+    if (!documents.empty() && !documents.back().content)
+      documents.back().content = mark;
+  }
+  /// Reads documents until the end or until the parser makes no progress (`stuck`).
+  void read(const std::string& text) {
+    std::istringstream in(text);
+    YAML::Parser parser(in);
+    while (parser.HandleNextDocument(*this)) {
+      const size_t n = documents.size();
+      if (n >= 2 && documents[n - 1].start.pos == documents[n - 2].start.pos) {
+        stuck = true;
+        return;
+      }
+    }
+  }
+  /// The documents that count: the first, and every later one with content (a closing `---`
+  /// opens an empty one).
+  size_t count() const {
+    size_t n = documents.empty() ? 0 : 1;
+    for (size_t i = 1; i < documents.size(); ++i)
+      n += documents[i].content ? 1 : 0;
+    return n;
+  }
+  /// The first document after the first that has content, or null.
+  const Document* second_with_content() const {
+    for (size_t i = 1; i < documents.size(); ++i)
+      if (documents[i].content)
+        return &documents[i];
+    return nullptr;
+  }
+};
+
 } // namespace
 
 int LoadResult::error_count() const noexcept {
@@ -397,23 +465,29 @@ LoadResult load_sweep_text(std::string_view yaml, const std::string& file_name,
   YAML::Node root;
   try {
     // YAML::Load would read the first document and silently drop any after a `---`.
-    std::vector<YAML::Node> docs = YAML::LoadAll(std::string(yaml));
-    // A closing `---` opens an empty document: only documents with content count.
-    docs.erase(std::remove_if(docs.begin() + (docs.empty() ? 0 : 1), docs.end(),
-                              [](const YAML::Node& d) { return d.IsNull(); }),
-               docs.end());
-    if (docs.size() > 1) {
-      const YAML::Mark m = docs[1].Mark();
+    const std::string text(yaml);
+    DocumentScan scan;
+    scan.read(text);
+    if (scan.stuck) {
+      const YAML::Mark m = scan.documents.back().start;
       result.diagnostics.push_back(
-          {Severity::error, file_name, m.is_null() ? 0 : m.line + 1, m.is_null() ? 0 : m.column + 1,
-           "",
-           "the file holds " + std::to_string(docs.size()) +
+          {Severity::error, file_name, m.line + 1, m.column + 1, "",
+           "YAML syntax error: the text here cannot start a value (a stray `,`, `]` or `}` "
+           "outside any list or map?)",
+           "fix the YAML syntax here (indentation, quotes, brackets)"});
+      return result;
+    }
+    // A closing `---` opens an empty document: only documents with content count.
+    if (const auto* second = scan.second_with_content()) {
+      const YAML::Mark m = *second->content;
+      result.diagnostics.push_back(
+          {Severity::error, file_name, m.line + 1, m.column + 1, "",
+           "the file holds " + std::to_string(scan.count()) +
                " YAML documents (separated by `---`); a sweep is one document",
            "merge them into one, or put each sweep in its own file"});
       return result;
     }
-    if (!docs.empty())
-      root = docs.front();
+    root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     const int line = e.mark.is_null() ? 0 : e.mark.line + 1;
     const int col = e.mark.is_null() ? 0 : e.mark.column + 1;

@@ -436,6 +436,27 @@ TEST(SweepValidation, ASecondYamlDocumentIsAnErrorNotIgnored) {
   EXPECT_TRUE(load("---\n" + kValidSweep + "...\n").ok());
 }
 
+// yaml-cpp's LoadAll never returns on these (it allocates without end); each is a syntax error at
+// the stray character.
+TEST(SweepValidation, AStrayCommaIsASyntaxErrorNotAHang) {
+  struct Case {
+    std::string yaml;
+    int line, column;
+  };
+  for (const Case& c : {Case{",", 1, 1}, Case{"# c\n, x", 2, 1}, Case{"[a],", 1, 4},
+                        Case{kValidSweep + "---\n,", 34, 1}}) {
+    const auto r = load(c.yaml);
+    const Diagnostic* d = find_error(r, "YAML syntax error");
+    ASSERT_TRUE(d) << all_messages(r);
+    EXPECT_EQ(r.error_count(), 1) << all_messages(r);
+    if (c.line != 34)
+      EXPECT_EQ(d->line, c.line) << c.yaml;
+    else
+      EXPECT_GE(d->line, 30);
+    EXPECT_EQ(d->column, c.column) << c.yaml;
+  }
+}
+
 // The name is the default results directory, results/NAME.
 TEST(SweepValidation, TheSweepNameMustBeADirectoryName) {
   for (const char* bad : {"/tmp/elsewhere", "..", "a/b", "\"results dir\""}) {
