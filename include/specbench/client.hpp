@@ -274,6 +274,11 @@ Expected<std::vector<Prompt>> make_prompts(const Workload& workload, int count,
 /// rule as the run that reads it.
 Expected<Prompt> parse_prompt_line(const std::string& line);
 
+/// Why `path` cannot be a prompt dataset, found without reading it: "does not exist", "is a
+/// folder", "is not a regular file (...)" (a FIFO would block a read for ever, a device such as
+/// /dev/zero never end it); "" for a regular file or a link to one.
+std::string dataset_file_problem(const std::filesystem::path& path);
+
 /// Reads a JSONL prompt dataset (see make_prompts): every non-blank line by parse_prompt_line.
 Expected<std::vector<Prompt>> load_prompt_dataset(const std::filesystem::path& path);
 

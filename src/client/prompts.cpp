@@ -67,7 +67,14 @@ Expected<Prompt> parse_prompt_line(const std::string& line) {
     for (const auto& m : *it) {
       if (!m.is_object() || !m.contains("content") || !m["content"].is_string())
         return bad("each message needs a string \"content\"");
-      p.messages.push_back({m.value("role", std::string("user")), m["content"].get<std::string>()});
+      std::string role = "user";
+      if (auto r = m.find("role"); r != m.end()) {
+        if (!r->is_string() || r->get_ref<const std::string&>().empty())
+          return bad("a message's \"role\" must be a non-empty string such as \"user\" (got " +
+                     r->dump() + ")");
+        role = r->get<std::string>();
+      }
+      p.messages.push_back({std::move(role), m["content"].get<std::string>()});
     }
     if (p.text.empty())
       p.text = p.messages.back().content;
@@ -83,7 +90,36 @@ Expected<Prompt> parse_prompt_line(const std::string& line) {
   return p;
 }
 
+std::string dataset_file_problem(const std::filesystem::path& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (st.type() == fs::file_type::not_found || (ec && st.type() == fs::file_type::none))
+    return "does not exist";
+  if (ec)
+    return "cannot be looked at (" + ec.message() + ")";
+  switch (st.type()) {
+  case fs::file_type::regular:
+    return {};
+  case fs::file_type::directory:
+    return "is a folder";
+  case fs::file_type::fifo:
+    return "is not a regular file (a FIFO: reading it would wait for a writer)";
+  case fs::file_type::character:
+  case fs::file_type::block:
+    return "is not a regular file (a device)";
+  case fs::file_type::socket:
+    return "is not a regular file (a socket)";
+  default:
+    return "is not a regular file";
+  }
+}
+
 Expected<std::vector<Prompt>> load_prompt_dataset(const std::filesystem::path& path) {
+  if (std::string why = dataset_file_problem(path); !why.empty())
+    return Status(StatusCode::invalid_argument, "prompt dataset " + path.string() + " " + why,
+                  "give a JSONL file (one {\"prompt\": ...} or {\"input_ids\": [...]} per line)",
+                  "load_prompt_dataset");
   std::ifstream in(path);
   if (!in)
     return Status(StatusCode::not_found, "cannot open prompt dataset " + path.string(),

@@ -2,15 +2,24 @@
 
 #include "specbench/client.hpp"
 
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 
 namespace specbench::detail {
 
 DatasetSummary scan_dataset(const std::filesystem::path& file) {
   DatasetSummary s;
+  // A FIFO would block this read for ever, and /dev/zero would fill memory with one endless line.
+  if (std::string why = dataset_file_problem(file); !why.empty()) {
+    s.problem = why;
+    s.fix = "give a JSONL file (one {\"prompt\": ...} or {\"input_ids\": [...]} per line)";
+    return s;
+  }
   std::ifstream in(file);
   if (!in) {
-    s.problem = "cannot be opened";
+    s.problem = "cannot be opened (" + std::string(std::strerror(errno)) + ")";
+    s.fix = "make it readable by the user who runs specbench";
     return s;
   }
   std::string line;
@@ -24,6 +33,7 @@ DatasetSummary scan_dataset(const std::filesystem::path& file) {
     if (!p) {
       s.bad_line = line_no;
       s.problem = "line " + std::to_string(line_no) + ": " + p.status().message();
+      s.fix = p.status().remedy();
       return s;
     }
     if (!p->input_ids.empty()) {
@@ -36,8 +46,10 @@ DatasetSummary scan_dataset(const std::filesystem::path& file) {
     }
     ++s.records;
   }
-  if (s.records == 0) s.problem = "holds no prompts";
-  else if (all_ids)
+  if (s.records == 0) {
+    s.problem = "holds no prompts";
+    s.fix = "add JSONL lines, one prompt per line";
+  } else if (all_ids)
     s.max_prompt_tokens = s.longest_ids;
   return s;
 }

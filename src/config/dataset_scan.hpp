@@ -14,6 +14,7 @@ struct DatasetSummary {
   int longest_ids_line = 0; ///< its line (1-based), 0 when no record has input_ids
   int bad_line = 0;                     ///< first malformed line (1-based), 0 when none
   std::string problem;                  ///< what is wrong with bad_line or the file
+  std::string fix;                      ///< how to put it right, when problem is set
 };
 DatasetSummary scan_dataset(const std::filesystem::path& file);
 } // namespace specbench::detail

@@ -3,6 +3,7 @@
 #include "config/dataset_scan.hpp"
 #include "config/did_you_mean.hpp"
 #include "config/placeholders.hpp"
+#include "specbench/client.hpp"
 #include "specbench/config.hpp"
 #include "specbench/matrix.hpp"
 
@@ -308,19 +309,14 @@ std::vector<Diagnostic> validate_sweep(const Sweep& s) {
               "set `prompt_tokens: N` for synthetic prompts of exactly N tokens, or "
               "`dataset: prompts.jsonl`");
     if (has_dataset) {
-      std::error_code ec;
-      if (!std::filesystem::is_regular_file(w.dataset, ec)) {
-        const bool folder = std::filesystem::is_directory(w.dataset, ec);
-        f.error(p + ".dataset",
-                "dataset " + w.dataset.string() + (folder ? " is a folder" : " does not exist"),
+      if (std::string why = dataset_file_problem(w.dataset); !why.empty()) {
+        f.error(p + ".dataset", "dataset " + w.dataset.string() + " " + why,
                 "give a JSONL file (one {\"prompt\": ...} or {\"input_ids\": [...]} per line); "
                 "relative paths are relative to the sweep file");
       } else {
         const auto& sum = scan(w.dataset);
         if (!sum.problem.empty())
-          f.error(p + ".dataset", "dataset " + w.dataset.string() + ": " + sum.problem,
-                  "each line must be a JSON object with \"prompt\", \"text\", \"messages\" or "
-                  "\"input_ids\"");
+          f.error(p + ".dataset", "dataset " + w.dataset.string() + ": " + sum.problem, sum.fix);
       }
     }
     auto range = [&](const char* key, long long v, long long lo, long long hi) {

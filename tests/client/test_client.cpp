@@ -297,6 +297,14 @@ TEST(Prompts, DatasetJsonl) {
       << R"({"input_ids": [1, "x"]})"
       << "\n";
   }
+  // The run reads the dataset again: a file replaced by a device or FIFO since the plan is refused,
+  // not read for ever.
+  auto device = load_prompt_dataset("/dev/zero");
+  ASSERT_FALSE(device);
+  EXPECT_NE(device.status().message().find("/dev/zero is not a regular file (a device)"),
+            std::string::npos)
+      << device.status().message();
+  EXPECT_NE(load_prompt_dataset(dir).status().message().find("is a folder"), std::string::npos);
   auto bad = load_prompt_dataset(dir / "bad.jsonl");
   ASSERT_FALSE(bad.has_value());
   EXPECT_NE(bad.status().message().find("bad.jsonl:2"), std::string::npos);

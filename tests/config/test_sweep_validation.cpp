@@ -3,6 +3,7 @@
 #include "sweep_fixture.hpp"
 
 #include <fstream>
+#include <sys/stat.h>
 #include <unistd.h>
 
 using namespace specbench;
@@ -232,11 +233,26 @@ TEST(SweepValidation, WorkloadsNeedExactlyOnePromptSourceAndReadableDatasets) {
       {"{\"prompt\": 5}", "\"prompt\" must be a string"},
       {"{\"messages\": []}", "\"messages\" is empty"},
       {"{\"messages\": [{\"role\": \"user\"}]}", "each message needs a string \"content\""},
-      {"{\"messages\": [1, 2]}", "each message needs a string \"content\""}};
+      {"{\"messages\": [1, 2]}", "each message needs a string \"content\""},
+      // Once an "internal error" that hid every other finding.
+      {"{\"messages\": [{\"role\": 1, \"content\": \"hi\"}]}",
+       "a message's \"role\" must be a non-empty string"},
+      {"{\"messages\": [{\"role\": null, \"content\": \"hi\"}]}", "a message's \"role\" must be"},
+      {"{\"messages\": [{\"role\": [\"user\"], \"content\": \"hi\"}]}",
+       "a message's \"role\" must be"}};
   for (const auto& [line, why] : lines) {
     std::ofstream(dir / "one.jsonl") << "{\"prompt\": \"fine\"}\n" << line << "\n";
     const auto r = load(replace(kValidSweep, "prompt_tokens: 512", "dataset: one.jsonl"), dir);
     EXPECT_NE(find_error(r, "line 2: " + why), nullptr) << line << "\n" << all_messages(r);
+  }
+  // A FIFO would block the check for ever and /dev/zero fill memory: neither is read.
+  const std::string fifo = (dir / "pipe.jsonl").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const std::string& path : {fifo, std::string("/dev/zero")}) {
+    const auto r = load(replace(kValidSweep, "prompt_tokens: 512", "dataset: " + path), dir);
+    const Diagnostic* d = find_error(r, path + " is not a regular file");
+    ASSERT_NE(d, nullptr) << all_messages(r);
+    EXPECT_EQ(r.error_count(), 1) << all_messages(r);
   }
   // input_ids give exact lengths, so the context check covers datasets too.
   {
