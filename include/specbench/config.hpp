@@ -175,10 +175,19 @@ std::vector<Diagnostic> validate_sweep(const Sweep& sweep);
 struct ContextLength {
   int tokens = 0;
   std::string source;
+  /// The sweep's model.context_length when the model's maximum replaced it (it was larger and
+  /// the server may not exceed the maximum); 0 when it did not.
+  int capped_from = 0;
 };
 
-/// Reads max_position_embeddings (or text_config's) from `<model.path>/config.json` when the
-/// path is a local directory; falls back to model.context_length.
-std::optional<ContextLength> resolve_context_length(const ModelSpec& model);
+/// The context the server is launched with ({context_length}) and requests must fit: the
+/// sweep's model.context_length, capped by max_position_embeddings (or text_config's) in
+/// `<model.path>/config.json` when that is readable here, unless `allow_longer` (see
+/// allows_longer_context); the model's maximum when the sweep sets none.
+std::optional<ContextLength> resolve_context_length(const ModelSpec& model,
+                                                    bool allow_longer = false);
+/// True when every server of the sweep may run a context longer than the model's maximum:
+/// SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN set to 1 or true in server.env or in every phase's.
+bool allows_longer_context(const Sweep& sweep);
 
 } // namespace specbench

@@ -77,7 +77,7 @@ int run_plan(const std::string& file, bool json) {
     std::printf("%s\n", detail::json_text(j, 2).c_str());
     return exit_ok;
   }
-  const auto ctx = resolve_context_length(sweep.model);
+  const auto ctx = resolve_context_length(sweep.model, allows_longer_context(sweep));
   // The name and the results folder as `specbench run` will use them (a sweep without a name
   // goes to results/sweep), so that the plan says where the results will be.
   std::printf("sweep %s: %zu phases, %zu cells, model %s, backend %s, context %s\n",

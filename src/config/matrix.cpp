@@ -81,7 +81,7 @@ Expected<Matrix> expand_matrix(const Sweep& sweep, const PlanContext& context) {
   Matrix matrix;
   const std::string exe =
       context.specbench_executable.empty() ? self_executable() : context.specbench_executable;
-  const auto ctx = resolve_context_length(sweep.model);
+  const auto ctx = resolve_context_length(sweep.model, allows_longer_context(sweep));
   std::map<std::string, std::string> dataset_hashes;
   for (const auto& w : sweep.workloads)
     if (!w.dataset.empty())

@@ -55,7 +55,7 @@ std::string Method::id() const {
   return "?";
 }
 
-std::optional<ContextLength> resolve_context_length(const ModelSpec& model) {
+std::optional<ContextLength> resolve_context_length(const ModelSpec& model, bool allow_longer) {
   std::optional<ContextLength> from_model;
   std::error_code ec;
   const std::filesystem::path config = std::filesystem::path(model.path) / "config.json";
@@ -77,10 +77,29 @@ std::optional<ContextLength> resolve_context_length(const ModelSpec& model) {
     }
   }
   // The sweep's context_length is what the server is launched with; the model's config.json is
-  // its maximum. The smaller one is what a request must fit.
-  if (model.context_length > 0 && (!from_model || model.context_length < from_model->tokens))
+  // its maximum, which SGLang refuses to exceed unless told it may.
+  if (model.context_length > 0 &&
+      (!from_model || model.context_length <= from_model->tokens || allow_longer))
     return ContextLength{model.context_length, "model.context_length in the sweep"};
+  if (from_model && model.context_length > 0)
+    from_model->capped_from = model.context_length;
   return from_model;
+}
+
+bool allows_longer_context(const Sweep& sweep) {
+  constexpr const char* key = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN";
+  auto allows = [&](const std::map<std::string, std::string>& env) {
+    auto it = env.find(key);
+    return it != env.end() && (it->second == "1" || it->second == "true" || it->second == "True");
+  };
+  if (allows(sweep.server.env))
+    return true;
+  if (sweep.phases.empty())
+    return false;
+  for (const auto& p : sweep.phases)
+    if (!allows(p.env))
+      return false;
+  return true;
 }
 
 namespace {
@@ -419,7 +438,16 @@ std::vector<Diagnostic> validate_sweep(const Sweep& s) {
             "check the budgets, phases and workloads lists for a typo, or split the sweep");
 
   // ---- context overflow: prompt + max_new_tokens + verify width must fit the context ----
-  const auto ctx = resolve_context_length(s.model);
+  const auto ctx = resolve_context_length(s.model, allows_longer_context(s));
+  if (ctx && ctx->capped_from > 0)
+    f.warning("model.context_length",
+              "model.context_length " + std::to_string(ctx->capped_from) +
+                  " is above the model's maximum, " + std::to_string(ctx->tokens) + " (" +
+                  ctx->source + "): servers are launched with " + std::to_string(ctx->tokens) +
+                  " ({context_length}) and requests are checked against it",
+              "lower model.context_length to " + std::to_string(ctx->tokens) +
+                  ", or set SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN: \"1\" in server.env to "
+                  "launch SGLang with the longer context");
   if (!ctx) {
     if (!s.model.path.empty())
       f.error("model.context_length",

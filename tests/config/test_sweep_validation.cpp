@@ -1,7 +1,9 @@
 // Every validation rule of a sweep, each with a test that fails without the rule.
+#include "specbench/matrix.hpp"
 #include "support/test_paths.hpp"
 #include "sweep_fixture.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -143,6 +145,45 @@ TEST(SweepValidation, ContextComesFromLocalConfigJson) {
   // Without any context length the check cannot be done, and that is an error too.
   std::string none = replace(kValidSweep, "  context_length: 32768\n", "");
   EXPECT_NE(find_error(load(none), "the context length is unknown"), nullptr);
+}
+
+// A context above the model's maximum is capped (SGLang refuses it) and said so; with SGLang's
+// override in the servers' environment it is what the servers get and what requests must fit.
+TEST(SweepValidation, AContextAboveTheModelsMaximumIsCappedUnlessOverridden) {
+  const auto dir = make_temp_dir("model-longer");
+  std::ofstream(dir / "config.json") << R"({"max_position_embeddings": 8192})";
+  std::string y = replace(kValidSweep, "/nonexistent/model", dir.string());
+  y = replace(y, "--tp, \"{tp}\"]", "--tp, \"{tp}\", --context-length, \"{context_length}\"]");
+  const auto capped = load(y);
+  ASSERT_TRUE(capped.ok()) << all_messages(capped);
+  const Diagnostic* w = nullptr;
+  for (const auto& d : capped.diagnostics)
+    if (d.severity == Severity::warning &&
+        d.message.find("model.context_length 32768 is above the model's maximum, 8192") !=
+            std::string::npos)
+      w = &d;
+  ASSERT_NE(w, nullptr) << all_messages(capped);
+  EXPECT_NE(w->fix.find("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"), std::string::npos);
+  auto m = expand_matrix(*capped.sweep, PlanContext{"/bin/true"});
+  ASSERT_TRUE(m) << m.status().to_string();
+  const Cell& c = m->phases.at(0).cells.at(0);
+  EXPECT_EQ(c.context_length, 8192);
+  EXPECT_NE(std::find(c.argv.begin(), c.argv.end(), "8192"), c.argv.end());
+  EXPECT_TRUE(find_error(load(replace(y, "prompt_tokens: 512", "prompt_tokens: 9000")),
+                         "context overflow"));
+
+  const std::string allowed =
+      replace(y, "  backend: sglang\n",
+              "  backend: sglang\n  env: {SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN: \"1\"}\n");
+  const auto longer = load(replace(allowed, "prompt_tokens: 512", "prompt_tokens: 9000"));
+  ASSERT_TRUE(longer.ok()) << all_messages(longer);
+  for (const auto& d : longer.diagnostics)
+    EXPECT_EQ(d.message.find("above the model's maximum"), std::string::npos) << d.to_string();
+  m = expand_matrix(*longer.sweep, PlanContext{"/bin/true"});
+  ASSERT_TRUE(m) << m.status().to_string();
+  EXPECT_EQ(m->phases.at(0).cells.at(0).context_length, 32768);
+  const auto& argv = m->phases.at(0).cells.at(0).argv;
+  EXPECT_NE(std::find(argv.begin(), argv.end(), "32768"), argv.end());
 }
 
 TEST(SweepValidation, PlaceholdersMustExistAndBelongToTheCell) {
