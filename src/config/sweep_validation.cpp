@@ -9,6 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <algorithm>
 #include <cctype>
 #include <fstream>
@@ -179,11 +182,17 @@ void check_template(Findings& f, const Sweep& s, const std::vector<std::string>&
 
 // A host the client can connect to: a name of letters, digits, '-' and '.', or an IPv4 or IPv6
 // literal (hex digits, ':' and '.'), at most 253 characters.
+// A host name, an IPv4 address or an IPv6 address (colons only there: "localhost:8000" is a
+// host and a port, and the port goes in server.port).
 bool host_name_ok(const std::string& h) {
+  if (h.find(':') != std::string::npos) {
+    in6_addr a{};
+    return ::inet_pton(AF_INET6, h.c_str(), &a) == 1;
+  }
   if (h.empty() || h.size() > 253 || h.front() == '-' || h.front() == '.')
     return false;
   return std::all_of(h.begin(), h.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == ':';
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.';
   });
 }
 
@@ -234,8 +243,12 @@ std::vector<Diagnostic> validate_sweep(const Sweep& s) {
   if (!host_name_ok(s.server.host))
     f.error("server.host",
             "`server.host` \"" + s.server.host + "\" is not a host name or an IP address",
-            "use e.g. 127.0.0.1, ::1 or localhost (where the server listens; the runner connects "
-            "there)");
+            std::string(s.server.host.find(':') != std::string::npos &&
+                                s.server.host.find("::") == std::string::npos
+                            ? "put the port in `server.port`, not in the host; "
+                            : "") +
+                "use e.g. 127.0.0.1, ::1 or localhost (where the server listens; the runner "
+                "connects there)");
   if (s.server.api == ApiKind::generate && s.server.backend != Backend::sglang)
     f.error("server.api", "api `generate` is SGLang's native API, but the backend is openai",
             "use `api: completions` or `api: chat` with an OpenAI-compatible server");

@@ -652,12 +652,17 @@ TEST(SweepValidation, ValuesThatWouldBreakOnlyAtRunTimeAreRefusedByThePlan) {
   const Diagnostic* p = find_error(noprog, "`server.launch[0]`, is empty");
   ASSERT_TRUE(p) << all_messages(noprog);
   EXPECT_EQ(p->line, 9);
-  for (const std::string host : {"\"\"", "\"not a host!\"", "-x", "\"a/b\""}) {
+  for (const std::string host : {"\"\"", "\"not a host!\"", "-x", "\"a/b\"", "\"localhost:8000\"",
+                                 "\"1:2:3\"", "\"[::1]\""}) {
     const auto r =
         load(replace(kValidSweep, "  backend: sglang", "  backend: sglang\n  host: " + host));
-    EXPECT_TRUE(find_error(r, "is not a host name or an IP address")) << host << all_messages(r);
+    const Diagnostic* d = find_error(r, "is not a host name or an IP address");
+    ASSERT_TRUE(d) << host << all_messages(r);
+    if (host == "\"localhost:8000\"")
+      EXPECT_NE(d->fix.find("put the port in `server.port`"), std::string::npos) << d->fix;
   }
-  for (const std::string host : {"127.0.0.1", "::1", "localhost", "gpu-node-3.cluster"}) {
+  for (const std::string host :
+       {"127.0.0.1", "::1", "localhost", "gpu-node-3.cluster", "fe80::1", "::ffff:127.0.0.1"}) {
     const auto r = load(
         replace(kValidSweep, "  backend: sglang", "  backend: sglang\n  host: \"" + host + "\""));
     EXPECT_TRUE(r.ok()) << host << all_messages(r);
