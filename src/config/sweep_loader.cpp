@@ -343,6 +343,10 @@ std::optional<Diagnostic> screen_text(std::string_view text, const std::string& 
   // Text that is not UTF-8 would reach the results' JSON, which cannot hold it.
   const size_t bad_utf8 = detail::first_invalid_utf8(text);
   int line = 1, col = 0, depth = 0;
+  // Brackets in comments and quoted text nest nothing. A quote or comment starts only where a
+  // token can (`a'[[[` inside a flow list is a plain scalar and then real brackets).
+  enum class In { yaml, comment, single_quoted, double_quoted } in = In::yaml;
+  char prev = '\n';
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     ++col;
@@ -356,10 +360,42 @@ std::optional<Diagnostic> screen_text(std::string_view text, const std::string& 
     if (c == '\n') {
       ++line;
       col = 0;
-    } else if (u == 0 || (u < 0x20 && c != '\t' && c != '\r')) {
+      if (in == In::comment)
+        in = In::yaml;
+      prev = c;
+      continue;
+    }
+    if (u == 0 || (u < 0x20 && c != '\t' && c != '\r'))
       return Diagnostic{Severity::error, file, line, col, "",
                         "the file contains binary data (byte " + hex_byte(u) + ")",
                         "give the path of a YAML text file"};
+    // (Not after a bare ':': brackets counted too often are safe, too seldom are not.)
+    const bool token_start = prev == '\n' || prev == ' ' || prev == '\t' || prev == '\r' ||
+                             prev == '[' || prev == '{' || prev == ',';
+    const bool escaped = in == In::double_quoted && prev == '\\';
+    prev = escaped ? '\0' : c; // "\\" escapes a backslash: the next quote ends the scalar
+    switch (in) {
+    case In::comment:
+      continue;
+    case In::single_quoted:
+      if (c == '\'' && i + 1 < text.size() && text[i + 1] == '\'') {
+        ++i, ++col; // '' is a quote inside the scalar
+        prev = '\'';
+      } else if (c == '\'') {
+        in = In::yaml;
+      }
+      continue;
+    case In::double_quoted:
+      if (c == '"' && !escaped)
+        in = In::yaml;
+      continue;
+    case In::yaml:
+      break;
+    }
+    if (c == '#' && (col == 1 || text[i - 1] == ' ' || text[i - 1] == '\t')) {
+      in = In::comment;
+    } else if (token_start && (c == '\'' || c == '"')) {
+      in = c == '"' ? In::double_quoted : In::single_quoted;
     } else if (c == '[' || c == '{') {
       if (++depth > Limits::max_nesting)
         return Diagnostic{Severity::error, file, line, col, "",
@@ -367,7 +403,8 @@ std::optional<Diagnostic> screen_text(std::string_view text, const std::string& 
                               std::to_string(Limits::max_nesting) + " levels",
                           "a sweep needs only a few levels; check the file's brackets"};
     } else if (c == ']' || c == '}') {
-      if (depth > 0) --depth;
+      if (depth > 0)
+        --depth;
     }
   }
   return std::nullopt;

@@ -340,6 +340,10 @@ TEST(SweepValidation, MalformedInputGivesOneClearErrorAndNoSweep) {
       {std::string("name: \x01\x02\x03", 9), "binary data"},
       {std::string("gpus: 8\0\0", 9), "binary data"},
       {"a: " + deep, "nested deeper than 64"},
+      // Real brackets after a plain scalar with a quote in it, and after a closed quote.
+      {"a: [b'" + deep, "nested deeper than 64"},
+      {"a: ['x', \"y\\\\\", " + deep, "nested deeper than 64"},
+      {"a: 'it''s' " + deep, "nested deeper than 64"},
       {std::string(5 * 1024 * 1024, 'a'), "a sweep file is at most"},
       {"gpus: &a [*a]\n", ""},
       {"? [a, b]\n: c\n", "key must be plain text"},
@@ -353,6 +357,24 @@ TEST(SweepValidation, MalformedInputGivesOneClearErrorAndNoSweep) {
                                                   << all_messages(r);
     }
   }
+}
+
+// Brackets in comments and quoted text nest nothing: 65 comment lines each holding `[`, or
+// arguments holding `[`, are a valid sweep (they were refused as nested 65 deep).
+TEST(SweepValidation, BracketsInCommentsAndQuotesAreNotNesting) {
+  std::string commented = kValidSweep;
+  for (int i = 0; i < 70; ++i)
+    commented += "# note [" + std::to_string(i) + " {\n";
+  const auto r = load(commented);
+  EXPECT_TRUE(r.ok()) << all_messages(r);
+  std::string args;
+  for (int i = 0; i < 70; ++i)
+    args += ", \"--re=[\", '[x', \"\\\"[\"";
+  const auto q = load(replace(kValidSweep, "--tp, \"{tp}\"]", "--tp, \"{tp}\"" + args + "]"));
+  EXPECT_TRUE(q.ok()) << all_messages(q);
+  // Binary bytes and bad UTF-8 are still found inside comments and quotes.
+  EXPECT_TRUE(find_error(load(kValidSweep + "# caf\xe9\n"), "not UTF-8"));
+  EXPECT_TRUE(find_error(load(kValidSweep + "x: \"a\x01\"\n"), "binary data"));
 }
 
 // Text that is not UTF-8 (a file saved as Latin-1) is refused where it is: the results are JSON,
