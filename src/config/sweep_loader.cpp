@@ -605,9 +605,32 @@ LoadResult load_sweep_text(std::string_view yaml, const std::string& file_name,
              (!path.empty() && u.size() > path.size() && under(u, path) && u[path.size()] == '[');
     });
   };
+  // A context overflow is computed from the workload's prompt and output lengths, the context
+  // and the methods: with any of them unreadable its numbers would be defaults nobody wrote.
+  auto overflow_echoes = [&](const Diagnostic& d) {
+    if (d.message.find("context overflow") == std::string::npos)
+      return false;
+    const std::string workload = d.path.substr(0, d.path.find('.'));
+    return std::any_of(unreadable.begin(), unreadable.end(), [&](const std::string& u) {
+      return under(u, workload) || under(u, "methods") || under(u, "model.context_length");
+    });
+  };
+  // A finding about a map says what its keys mean together ("needs a dataset or
+  // prompt_tokens"): with one of them unreadable it is an echo too.
+  auto child_unreadable = [&](const std::string& path) {
+    return std::any_of(unreadable.begin(), unreadable.end(), [&](const std::string& u) {
+      return !path.empty() && u.size() > path.size() && under(u, path) && u[path.size()] == '.';
+    });
+  };
   for (auto d : validate_sweep(sweep)) {
     d.path = yaml_path(origins, d.path);
-    if (echoes(d.path)) continue;
+    if (echoes(d.path) || child_unreadable(d.path) || overflow_echoes(d))
+      continue;
+    // The same finding once (a method's block error is found once per budget).
+    if (std::any_of(result.diagnostics.begin(), result.diagnostics.end(), [&](const Diagnostic& e) {
+          return e.severity == d.severity && e.path == d.path && e.message == d.message;
+        }))
+      continue;
     d.file = file_name;
     std::tie(d.line, d.column) = r.location_of(d.path);
     result.diagnostics.push_back(std::move(d));

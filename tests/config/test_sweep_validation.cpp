@@ -309,6 +309,21 @@ TEST(SweepValidation, WorkloadsNeedExactlyOnePromptSourceAndReadableDatasets) {
   EXPECT_NE(d->message.find("prompt 32600"), std::string::npos);
 }
 
+// A value that could not be read is reported once: no second finding computed from the default
+// that stood in for it, and no finding repeated per budget.
+TEST(SweepValidation, AnUnreadableValueGivesOneErrorNotEchoes) {
+  const auto lots =
+      load(replace(replace(kValidSweep, "max_new_tokens: 256", "max_new_tokens: lots"),
+                   "context_length: 32768", "context_length: 300"));
+  EXPECT_EQ(lots.error_count(), 1) << all_messages(lots);
+  EXPECT_TRUE(find_error(lots, "max_new_tokens")) << all_messages(lots);
+  const auto many = load(replace(kValidSweep, "prompt_tokens: 512", "prompt_tokens: many"));
+  EXPECT_EQ(many.error_count(), 1) << all_messages(many);
+  const auto block =
+      load(replace(kValidSweep, "    block: 16\n    budgets", "    block: 300\n    budgets"));
+  EXPECT_EQ(block.error_count(), 1) << all_messages(block);
+}
+
 TEST(SweepValidation, PhaseWorkloadsMustExist) {
   const auto r = load(replace(kValidSweep, "  - tp: 1\n", "  - tp: 1\n    workloads: [chta]\n"));
   const Diagnostic* d = find_error(r, "no workload is named `chta`");
