@@ -15,7 +15,19 @@ std::pair<int, int> position(const YAML::Node& node) {
   return {m.line + 1, m.column + 1};
 }
 
-std::string clip(const std::string& s) { return s.size() > 40 ? s.substr(0, 37) + "..." : s; }
+// At most 40 characters, control characters written as \xNN: a key "gp\0us" must not read
+// as "gpus" in a message that says it is unknown.
+std::string clip(const std::string& raw) {
+  std::string s;
+  for (char c : raw) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f)
+      s += fmt::format("\\x{:02x}", u);
+    else
+      s += c;
+  }
+  return s.size() > 40 ? s.substr(0, 37) + "..." : s;
+}
 } // namespace
 
 std::string describe(const YAML::Node& node) {
@@ -163,6 +175,12 @@ std::optional<double> YamlReader::read_double(const YAML::Node& node, const std:
         }
         return v;
       }
+    } catch (const std::out_of_range&) { // 1e999, 1e-400: numbers, but no double holds them
+      error(node, path,
+            "`" + path + "` is " + clip(s) +
+                ", too large or too close to 0 for a number (a double) to hold",
+            "use a value in the allowed range " + fmt::format("{:g}..{:g}", min, max));
+      return std::nullopt;
     } catch (...) {
     }
   }

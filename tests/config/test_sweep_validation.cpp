@@ -48,6 +48,24 @@ TEST(SweepValidation, UnknownTopLevelKeyListsAllowedKeysWhenNothingIsClose) {
   EXPECT_NE(d->fix.find("workloads"), std::string::npos);
 }
 
+// A key holding a control character (a "\0" escape) is shown with it, not as the key it looks like.
+TEST(SweepValidation, AnUnknownKeyWithAControlCharacterShowsIt) {
+  const auto r = load(replace(kValidSweep, "gpus: 8", "\"gp\\0us\": 8\ngpus: 8"));
+  const Diagnostic* d = find_error(r, "unknown key `gp\\x00us`");
+  ASSERT_NE(d, nullptr) << all_messages(r);
+}
+
+// A number no double holds is out of range, not "not a number".
+TEST(SweepValidation, AHugeNumberIsOutOfRange) {
+  for (const char* v : {"1e999", "-1e999", "1e-400"}) {
+    const auto r = load(replace(kValidSweep, "  backend: sglang\n",
+                                std::string("  backend: sglang\n  stop_grace_s: ") + v + "\n"));
+    const Diagnostic* d = find_error(r, std::string("`server.stop_grace_s` is ") + v +
+                                            ", too large or too close to 0");
+    EXPECT_NE(d, nullptr) << v << "\n" << all_messages(r);
+  }
+}
+
 TEST(SweepValidation, WrongTypeIsLocated) {
   const auto r = load(replace(kValidSweep, "requests: 8", "requests: many"));
   const Diagnostic* d = find_error(r, "must be a whole number");
