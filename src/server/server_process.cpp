@@ -61,13 +61,48 @@ void close_from_to(int from, int to) {
     ::close(fd);
 }
 
-[[noreturn]] void run_guardian(pid_t parent, pid_t group, long grace_ms, int read_fd, int max_fd) {
+// The memory of this process's command line (argv's strings, one after another): where glibc's
+// program_invocation_name (argv[0]) starts it and as long as /proc/self/cmdline says, or
+// {nullptr, 0} when the two do not agree. Read once, before any guardian is forked.
+struct CmdlineArea {
+  char* start = nullptr;
+  size_t size = 0;
+};
+CmdlineArea own_cmdline_area() {
+  static const CmdlineArea area = [] {
+    std::ifstream in("/proc/self/cmdline", std::ios::binary);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    char* start = program_invocation_name;
+    if (start == nullptr || text.empty() || std::strlen(start) + 1 > text.size() ||
+        std::strcmp(start, text.c_str()) != 0 || std::memcmp(start, text.data(), text.size()) != 0)
+      return CmdlineArea{};
+    return CmdlineArea{start, text.size()};
+  }();
+  return area;
+}
+
+// The guardian is a fork of specbench and would show specbench's command line: `pkill -9 -f
+// "specbench run"`, meant for the runner, would take it too, and a server whose leader had
+// started children (a launcher script, SGLang's workers) would outlive both. So it renames
+// itself: "sb-server-guardian" in ps's command column, "sb-guardian" as its name.
+void retitle_guardian(CmdlineArea area) {
+  ::prctl(PR_SET_NAME, "sb-guardian", 0, 0, 0);
+  if (area.start == nullptr || area.size < 2)
+    return;
+  static constexpr char title[] = "sb-server-guardian";
+  std::memset(area.start, 0, area.size);
+  std::memcpy(area.start, title, std::min(sizeof title - 1, area.size - 1));
+}
+
+[[noreturn]] void run_guardian(pid_t parent, pid_t group, long grace_ms, int read_fd, int max_fd,
+                               CmdlineArea title_area) {
   // Signals are blocked since before the fork, so the handlers inherited from specbench never
   // run here; reset them, then take only what we need.
   for (int sig = 1; sig < NSIG; ++sig)
     if (sig != SIGKILL && sig != SIGSTOP)
       ::signal(sig, SIG_IGN);
   ::setsid();
+  retitle_guardian(title_area);
   const int devnull = ::open("/dev/null", O_RDWR);
   for (int fd = 0; fd < 3 && devnull >= 0; ++fd)
     if (fd != read_fd)
@@ -503,6 +538,7 @@ Status ServerProcess::start(const LaunchSpec& spec) {
     const long grace_ms = static_cast<long>(std::max(0.0, spec.stop_grace_s) * 1000);
     const long open_max = ::sysconf(_SC_OPEN_MAX);
     const int max_fd = open_max > 0 && open_max < 65536 ? static_cast<int>(open_max) : 65536;
+    const CmdlineArea title_area = own_cmdline_area();
     // Blocked across the fork, so that no handler of specbench's runs in the guardian.
     sigset_t all, old;
     sigfillset(&all);
@@ -510,7 +546,7 @@ Status ServerProcess::start(const LaunchSpec& spec) {
     const pid_t guardian = ::fork();
     if (guardian == 0) {
       ::close(guard_socks[1]);
-      run_guardian(parent, pid, grace_ms, guard_socks[0], max_fd);
+      run_guardian(parent, pid, grace_ms, guard_socks[0], max_fd, title_area);
     }
     ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
     ::close(guard_socks[0]);

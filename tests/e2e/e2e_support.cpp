@@ -30,7 +30,9 @@ fs::path write_sweep(const fs::path& dir, const SweepSpec& s) {
     << "  readiness_timeout_s: " << s.readiness_timeout_s << "\n"
     << "  stop_grace_s: 3\n"
     << "  request_timeout_s: " << s.request_timeout_s << "\n"
-    << "  launch: [\"" << E2E_FAULT_ROUTER << "\", --cell, \"{cell_id}\", --faults, \"" << s.faults
+    << "  launch: ["
+    << (s.launch_through_shell ? "/bin/sh, -c, '\"$0\" \"$@\"; status=$?; exit $status', " : "")
+    << "\"" << E2E_FAULT_ROUTER << "\", --cell, \"{cell_id}\", --faults, \"" << s.faults
     << "\", --, \"{specbench}\", sim-server, --host, \"{host}\", --port, \"{port}\", --tp-size, "
        "\"{tp}\", --model-path, \"{model}\", --context-length, \"{context_length}\", "
        "--cost-fixed-us, \""

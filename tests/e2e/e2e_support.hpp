@@ -22,6 +22,9 @@ struct SweepSpec {
   int requests = 4, runs = 2, warmup = 1, max_new_tokens = 32, concurrency = 2;
   double readiness_timeout_s = 4, request_timeout_s = 3;
   int cost_fixed_us = 300;
+  /// Start each server through `/bin/sh -c` that waits for it: the server is then a child of
+  /// the process specbench started, as under a launcher script.
+  bool launch_through_shell = false;
 };
 
 /// Writes the sweep YAML into `dir` and returns its path.

@@ -351,6 +351,43 @@ TEST(E2E, ADatasetEditedDuringARunIsNotMeasuredUnderItsOldHash) {
     EXPECT_EQ(r.status, CellStatus::ok) << id;
 }
 
+// `pkill -9 -f "specbench run SWEEP"` kills every process whose command line names the sweep. The
+// guardian of each server is a fork of the runner: it renames itself so that it survives that,
+// and takes the server down. A server started by a launcher script (here /bin/sh) is the
+// launcher's child, which no parent-death signal reaches: only the guardian stops it.
+TEST(E2E, KillingTheRunnerByItsCommandLineLeavesNoServer) {
+  const auto dir = specbench::testing::make_temp_dir("e2e-pkill");
+  SweepSpec s;
+  s.name = "pkill";
+  s.marker = unique_marker("e2e-pkill");
+  s.budgets = {};
+  s.linear = false;
+  s.launch_through_shell = true;
+  s.requests = 400;
+  s.max_new_tokens = 64;
+  s.cost_fixed_us = 1500;
+  s.request_timeout_s = 30;
+  const auto file = write_sweep(dir, s);
+  auto child =
+      spawn_cli({"run", file.string(), "--results", (dir / "results").string()}, dir / "run");
+  const auto until = std::chrono::steady_clock::now() + seconds(15);
+  while (find_processes({s.marker, "sim-server"}).empty() &&
+         std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(milliseconds(20));
+  ASSERT_FALSE(find_processes({s.marker, "sim-server"}).empty()) << read_file(dir / "run.err");
+  std::this_thread::sleep_for(milliseconds(300));
+  EXPECT_FALSE(find_processes({"sb-server-guardian"}).empty());
+  int killed = 0;
+  for (pid_t pid : find_processes({file.string()}))
+    killed += ::kill(pid, SIGKILL) == 0 ? 1 : 0;
+  EXPECT_GE(killed, 1);
+  EXPECT_EQ(wait_child(child, seconds(10)), 128 + SIGKILL);
+  const auto left = wait_no_processes({s.marker}, seconds(8));
+  EXPECT_TRUE(left.empty()) << left.size() << " server processes outlived the runner";
+  for (pid_t pid : left)
+    ::kill(pid, SIGKILL);
+}
+
 // Interrupt the sweep at random moments with SIGINT (clean stop) and SIGKILL (no chance to clean
 // up), resume each time, and finish: every cell present exactly once, all ok, nothing left over.
 TEST(E2E, SigintAndSigkillAtRandomPointsThenResumeFinishesEveryCellOnce) {
