@@ -87,6 +87,57 @@ std::optional<std::string> request_problem(const RequestMetrics& q, size_t runs)
   return std::nullopt;
 }
 
+// What no run could have measured, though the summaries were recomputed to agree: a request twice
+// or more requests than the workload sends, more tokens than asked for, none under ignore_eos,
+// fewer tokens than verify steps or more than the method commits in them, gaps longer than the
+// request, a request longer than the whole cell.
+std::optional<std::string> impossible(const CellResult& r) {
+  const Workload& w = r.workload;
+  std::vector<std::vector<bool>> seen(r.runs.size());
+  for (const auto& q : r.requests) {
+    const std::string who =
+        "request " + std::to_string(q.index) + " of run " + std::to_string(q.run);
+    auto& indices = seen[static_cast<size_t>(q.run)];
+    if (q.index < 0 || (w.requests > 0 && q.index >= w.requests))
+      return who + " is outside the workload's " + std::to_string(w.requests) + " requests per run";
+    if (indices.size() <= static_cast<size_t>(q.index))
+      indices.resize(static_cast<size_t>(q.index) + 1, false);
+    if (indices[static_cast<size_t>(q.index)])
+      return who + " appears twice";
+    indices[static_cast<size_t>(q.index)] = true;
+    if (r.wall_s > 0 && (q.e2e_s > r.wall_s + 1 || q.start_s > r.wall_s + 1))
+      return who + " lasts " + number(q.e2e_s) + " s from " + number(q.start_s) +
+             " s, beyond the whole cell's " + number(r.wall_s) + " s";
+    double gaps = 0;
+    for (double gap : q.itl_s)
+      gaps += gap;
+    if (gaps > q.e2e_s - q.ttft_s + 1e-6)
+      return who + " has inter-token gaps of " + number(gaps) + " s after its first token, in a " +
+             number(q.e2e_s) + " s request whose first token came at " + number(q.ttft_s) + " s";
+    if (!q.ok)
+      continue;
+    if (w.max_new_tokens > 0 && q.output_tokens > w.max_new_tokens)
+      return who + " has " + std::to_string(q.output_tokens) +
+             " output tokens, more than max_new_tokens " + std::to_string(w.max_new_tokens);
+    if (w.ignore_eos && q.output_tokens == 0)
+      return who + " is ok with no output token, though ignore_eos asked for " +
+             std::to_string(w.max_new_tokens);
+    if (q.verify_steps > 0) {
+      // As the client judges an answer: a step yields at least one token, and at most the
+      // method's verify width; the first token comes from prefill, and retractions add 1/32.
+      const int64_t width = std::max(1, r.method.verify_width());
+      if (q.verify_steps > q.output_tokens)
+        return who + " has " + std::to_string(q.verify_steps) + " verify steps for " +
+               std::to_string(q.output_tokens) + " output tokens";
+      if (q.output_tokens > q.verify_steps * width + 1 + q.output_tokens / 32)
+        return who + " has " + std::to_string(q.output_tokens) + " output tokens in " +
+               std::to_string(q.verify_steps) + " verify steps, more than " +
+               std::to_string(width) + " per step (" + r.method.id() + ")";
+    }
+  }
+  return std::nullopt;
+}
+
 } // namespace
 
 Status check_cell_result(const CellResult& r) {
@@ -111,6 +162,8 @@ Status check_cell_result(const CellResult& r) {
   for (const auto& q : r.requests)
     if (auto problem = request_problem(q, r.runs.size()))
       return bad(*problem);
+  if (auto problem = impossible(r))
+    return bad(*problem);
 
   FirstDifference diff;
   const auto runs = summarize_runs(r.requests, static_cast<int>(r.runs.size()));

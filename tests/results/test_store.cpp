@@ -181,6 +181,46 @@ TEST(CellResultCheck, EachKindOfEditIsFoundAndNamed) {
             "consistent");
 }
 
+// Edits whose summaries were recomputed to agree still cannot pass for a measurement when no run
+// could have measured them (each was shown as a good result: acceptance 0.5 or 96, a 68x speedup).
+TEST(CellResultCheck, WhatNoRunCouldMeasureIsFoundEvenWithSummariesThatAgree) {
+  const auto verdict = [](const std::function<void(CellResult&)>& edit) {
+    auto r = sample_result("tp1-ddtree-b12");
+    r.wall_s = 10;
+    edit(r);
+    r.runs = summarize_runs(r.requests, static_cast<int>(r.runs.size()));
+    r.summary = summarize_cell(r.requests, r.runs);
+    auto back = cell_result_from_json(to_json(r));
+    EXPECT_TRUE(back) << back.status().to_string();
+    const Status s = check_cell_result(*back);
+    return s ? std::string("consistent") : s.message();
+  };
+  const auto names = [&](const std::function<void(CellResult&)>& edit, const std::string& what) {
+    const std::string message = verdict(edit);
+    EXPECT_NE(message.find(what), std::string::npos) << message;
+  };
+  EXPECT_EQ(verdict([](CellResult&) {}), "consistent");
+  names([](CellResult& r) { r.requests[0].verify_steps = 64; },
+        "request 0 of run 0 has 64 verify steps for 32 output tokens");
+  names([](CellResult& r) { r.requests[0].verify_steps = 1; },
+        "has 32 output tokens in 1 verify steps, more than 13 per step (ddtree-b12)");
+  names([](CellResult& r) { r.requests[0].output_tokens = 50 * r.workload.max_new_tokens; },
+        "output tokens, more than max_new_tokens 256");
+  names([](CellResult& r) { r.requests[2].output_tokens = 0; },
+        "is ok with no output token, though ignore_eos asked for 256");
+  names([](CellResult& r) { r.requests.push_back(r.requests[0]); },
+        "request 0 of run 0 appears twice");
+  names(
+      [](CellResult& r) {
+        auto q = r.requests[0];
+        q.index = 3;
+        r.requests.push_back(q);
+      },
+      "request 3 of run 0 is outside the workload's 3 requests per run");
+  names([](CellResult& r) { r.requests[0].itl_s = {10.0, 20.0}; }, "has inter-token gaps of 30 s");
+  names([](CellResult& r) { r.requests[0].e2e_s = 1e200; }, "beyond the whole cell's 10 s");
+}
+
 // nlohmann's get<int> wraps 10^12 to a negative number and truncates 96.5: read so, a damaged
 // or edited file would become another result. Such a file is refused, naming the field.
 TEST(CellResultJson, NumbersThatAreNotWholeOrDoNotFitAreRefused) {
