@@ -7,26 +7,36 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
+
 #include <sstream>
 
 namespace specbench {
 
 namespace {
 
+// One decimal, or four significant digits for a figure too large for that to stay readable (a
+// clock gone wrong must not print a 200-digit cell).
+std::string one_decimal(double v) {
+  return std::fabs(v) < 1e9 ? fmt::format("{:.1f}", v) : fmt::format("{:.4g}", v);
+}
+
 // A cell's figures are shown only when it completed, as in the CSV: a failed cell's few ok
 // requests are not its measurement.
 std::string ms3(const ReportCell& c, const Distribution& d) {
   if (d.count == 0 || c.status != CellStatus::ok)
     return "–";
-  return fmt::format("{:.1f} / {:.1f} / {:.1f}", d.p50 * 1e3, d.p90 * 1e3, d.p99 * 1e3);
+  return one_decimal(d.p50 * 1e3) + " / " + one_decimal(d.p90 * 1e3) + " / " +
+         one_decimal(d.p99 * 1e3);
 }
 
 std::string tps(const ReportCell& c) {
   if (c.output_tokens_per_s.count == 0 || c.status != CellStatus::ok)
     return "–";
   if (c.output_tokens_per_s.count > 1)
-    return fmt::format("{:.1f} ± {:.1f}", c.output_tokens_per_s.mean, c.output_tokens_per_s.stddev);
-  return fmt::format("{:.1f}", c.output_tokens_per_s.mean);
+    return one_decimal(c.output_tokens_per_s.mean) + " ± " +
+           one_decimal(c.output_tokens_per_s.stddev);
+  return one_decimal(c.output_tokens_per_s.mean);
 }
 
 std::string speedup(const ReportCell& c) {

@@ -135,6 +135,17 @@ TEST(Report, SpeedupAgainstTheAutoregressiveCellOfTheSamePhase) {
   EXPECT_TRUE(rep.synthetic);
 }
 
+// A figure from a clock gone wrong stays a short number in the table, not 200 digits.
+TEST(Report, AHugeFigureIsPrintedShort) {
+  auto results = sample();
+  results[1].summary.tpot_s.p99 = 8.1e197;
+  results[1].summary.output_tokens_per_s.mean = 1.4e12;
+  const std::string md = report_markdown(build_report(results, nullptr));
+  EXPECT_NE(md.find("8.1e+200"), std::string::npos) << md;
+  EXPECT_NE(md.find("1.4e+12"), std::string::npos);
+  EXPECT_EQ(md.find("0000000000000000"), std::string::npos);
+}
+
 TEST(Report, NoSpeedupWithoutAnOkBaseline) {
   std::vector<CellResult> results = {
       cell("tp1", MethodKind::autoregressive, 0, 0, {}, std::nullopt, CellStatus::failed),
