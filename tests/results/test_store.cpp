@@ -200,6 +200,13 @@ TEST(CellResultCheck, WhatNoRunCouldMeasureIsFoundEvenWithSummariesThatAgree) {
     EXPECT_NE(message.find(what), std::string::npos) << message;
   };
   EXPECT_EQ(verdict([](CellResult&) {}), "consistent");
+  // A failed request keeps the gaps it streamed, with no end time (stored as 0): no contradiction.
+  EXPECT_EQ(verdict([](CellResult& r) {
+              r.requests[1].e2e_s = 0;
+              r.requests[1].ttft_s = 0;
+              r.requests[1].itl_s = {0.01, 0.02};
+            }),
+            "consistent");
   names([](CellResult& r) { r.requests[0].verify_steps = 64; },
         "request 0 of run 0 has 64 verify steps for 32 output tokens");
   names([](CellResult& r) { r.requests[0].verify_steps = 1; },
