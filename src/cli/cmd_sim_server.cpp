@@ -132,12 +132,16 @@ const Registrar reg{Command{
           ->capture_default_str();
       sub->add_option("--speculative-algorithm", args->algorithm,
                       "DFLASH (chain) or DDTREE (tree)");
+      // The sweep's limits: beyond them one verify step would take minutes of CPU, and the
+      // server would answer nothing, not even SIGTERM, until it ended.
       sub->add_option("--speculative-num-draft-tokens", args->num_draft_tokens,
                       "drafter block size K incl. the root (chain verifies K tokens)")
+          ->check(CLI::Range(1, Limits::max_block))
           ->capture_default_str();
-      sub->add_option("--speculative-ddtree-budget", args->ddtree_budget, "DDTree node budget B");
+      sub->add_option("--speculative-ddtree-budget", args->ddtree_budget, "DDTree node budget B")
+          ->check(CLI::Range(0, Limits::max_budget));
       sub->add_option("--vocab", o.model.vocab, "synthetic vocabulary size")
-          ->check(CLI::Range(2, 1 << 24))
+          ->check(CLI::Range(2, 65536)) // the synthetic model's table
           ->capture_default_str();
       sub->add_option("--agreement", o.model.agreement, "draft/target agreement in [0,1]")
           ->check(finite_in(0.0, 1.0))

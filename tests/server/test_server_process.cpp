@@ -181,6 +181,28 @@ TEST(Readiness, PlainExitAndOutOfMemory) {
   }
 }
 
+// Draft sizes past the sweep's limits, or a vocabulary the synthetic model cannot hold, are
+// refused at start: a block of 10^8 once started, then spun on its first request and ignored
+// SIGTERM; a vocabulary of 100,000 was cut to 65,536 without a word.
+TEST(Readiness, SimServerOptionsOutsideItsLimitsAreRefusedAtStart) {
+  const std::vector<std::vector<std::string>> bad = {
+      {"--speculative-algorithm", "DFLASH", "--speculative-num-draft-tokens", "100000000"},
+      {"--speculative-algorithm", "DDTREE", "--speculative-num-draft-tokens", "8",
+       "--speculative-ddtree-budget", "100000000"},
+      {"--vocab", "100000"}};
+  for (const auto& extra : bad) {
+    ServerProcess p;
+    ASSERT_TRUE(p.start(sim_launch("limits", extra)).is_ok());
+    const Readiness r = p.wait_ready(quick_ready(30));
+    EXPECT_EQ(r.outcome, ReadinessOutcome::process_exited) << extra[extra.size() - 2];
+    std::string tail;
+    for (const auto& line : r.log_tail)
+      tail += line + "\n";
+    EXPECT_NE(tail.find(extra[extra.size() - 2]), std::string::npos) << tail;
+    EXPECT_NE(tail.find("not in range"), std::string::npos) << tail;
+  }
+}
+
 TEST(Readiness, FatalLogLineWhileAliveEndsTheWait) {
   ServerProcess p;
   ASSERT_TRUE(p.start(sim_launch("nccl", {"--fault", "nccl-error"})).is_ok());
