@@ -391,8 +391,8 @@ private:
       e.message = std::string(to_string(r.failure->stage)) + ": " + r.failure->reason;
     else if (r.summary.runs > 0)
       e.message =
-          "output " + std::to_string(static_cast<int>(r.summary.output_tokens_per_s.mean)) +
-          " tok/s" +
+          // Rounded as the report rounds it (to its one decimal), not cut: 2367.98 is 2368.
+          "output " + fmt::format("{:.0f}", r.summary.output_tokens_per_s.mean) + " tok/s" +
           (r.summary.acceptance_length
                ? ", acceptance length " + fmt::format("{:.2f}", *r.summary.acceptance_length)
                : std::string());

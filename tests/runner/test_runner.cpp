@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <csignal>
 #include <fcntl.h>
 #include <fstream>
@@ -282,6 +283,26 @@ TEST(Runner, TheReportHookRunsWhileTheDirectoryIsLocked) {
   // Once the run has returned, the lock is free again.
   auto later = run_sweep(sweep, expand(sweep), options(dir));
   EXPECT_TRUE(later) << later.status().to_string();
+}
+
+// The progress line's throughput is the report's, rounded, not cut (2367.98 printed as 2367
+// beside the report's 2368.0).
+TEST(Runner, TheFinishedLineRoundsThroughputAsTheReportDoes) {
+  const auto dir = specbench::testing::make_temp_dir("runner-finished-line");
+  auto sweep = small_sweep();
+  auto o = options(dir);
+  o.only = {"tp1-autoregressive"};
+  std::string line;
+  o.on_event = [&](const RunnerEvent& e) {
+    if (e.kind == RunnerEventKind::cell_finished)
+      line = e.message;
+  };
+  auto out = run_sweep(sweep, expand(sweep), o);
+  ASSERT_TRUE(out) << out.status().to_string();
+  auto r = ResultStore::open(dir)->load("tp1-autoregressive");
+  ASSERT_TRUE(r);
+  const double mean = r->summary.output_tokens_per_s.mean;
+  EXPECT_EQ(line, "output " + std::to_string(std::llround(mean)) + " tok/s") << mean;
 }
 
 TEST(Runner, GpuMemoryNotBackToBaselineBlocksTheRestOfThePhase) {
