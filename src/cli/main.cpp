@@ -68,13 +68,26 @@ int main(int argc, char** argv) {
     // With --json the caller reads stdout as JSON: a bad argument is a JSON answer there too.
     const bool json = std::any_of(argv + 1, argv + argc,
                                   [](const char* a) { return std::string_view(a) == "--json"; });
+    // The fields of a command's own could-not-run answer: verdict, exit_code, error.
+    std::string command;
+    for (const auto& c : commands)
+      if (app.got_subcommand(c.name))
+        command = c.name;
     if (json && e.get_exit_code() != 0)
-      std::printf("%s\n", nlohmann::json({{"schema_version", 1},
-                                          {"kind", "specbench.error"},
-                                          {"verdict", "could-not-run"},
-                                          {"error", {{"message", e.what()}}}})
-                              .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
-                              .c_str());
+      std::printf(
+          "%s\n",
+          nlohmann::json({{"schema_version", 1},
+                          {"kind", "specbench.error"},
+                          {"verdict", "could-not-run"},
+                          {"exit_code", exit_could_not_run},
+                          {"error",
+                           {{"code", "invalid_argument"},
+                            {"message", e.what()},
+                            {"remedy", "see `specbench " + command + (command.empty() ? "" : " ") +
+                                           "--help` for the options"},
+                            {"where", "command line"}}}})
+              .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+              .c_str());
     const int rc = app.exit(e);
     // --help and --version are successes; any other parse error means "could not run".
     return rc == 0 ? exit_ok : exit_could_not_run;

@@ -681,6 +681,17 @@ TEST(PreflightCli, HumanTableAndExitCodes) {
   EXPECT_EQ(res.exit_code, 2);
   res = testing::run_cli({testing::cli_path().string(), "preflight", "--gpus", "x"}, env);
   EXPECT_EQ(res.exit_code, 2);
+  // An argument the parser itself refuses (not a number) still answers --json with the
+  // could-not-run fields: verdict, exit_code and an error with a remedy.
+  res = testing::run_cli({testing::cli_path().string(), "preflight", "--json", "--tp", "abc"}, env);
+  EXPECT_EQ(res.exit_code, 2);
+  const auto j = nlohmann::json::parse(res.out);
+  EXPECT_EQ(j["verdict"], "could-not-run");
+  EXPECT_EQ(j["exit_code"], 2);
+  EXPECT_EQ(j["error"]["code"], "invalid_argument");
+  EXPECT_NE(j["error"]["message"].get<std::string>().find("--tp"), std::string::npos);
+  EXPECT_NE(j["error"]["remedy"].get<std::string>().find("specbench preflight --help"),
+            std::string::npos);
 }
 
 // The real machine: where there is no NVIDIA driver (the CI box), the answer is a clean
