@@ -35,9 +35,10 @@ Registrar reg{Command{
                        "interconnect, model) and say which one is broken and why");
       // Ranges are checked in the command, not by CLI11, so that --json still prints JSON.
       auto* tp = sub->add_option("--tp", args->tp, "GPUs in the tensor-parallel group (1..64)");
-      sub->add_option("--gpus", args->gpus, "CUDA ordinals to use, e.g. 0,1,2,3 or 0-3");
-      sub->add_option("--model", args->model,
-                      "model directory to check (config, safetensors, fit)");
+      sub->add_option("--gpus", args->gpus, "CUDA ordinals to use, e.g. 0,1,2,3 or 0-3")
+          ->check(non_empty);
+      sub->add_option("--model", args->model, "model directory to check (config, safetensors, fit)")
+          ->check(non_empty);
       sub->add_flag("--json", args->json, "print the report as JSON (schema_version 1)");
       sub->add_option("--min-free-gib", args->min_free_gib, "fail if a planned GPU has less free");
       sub->add_option("--alloc-mib", args->alloc_mib, "test allocation per GPU (default 64)");
@@ -52,7 +53,8 @@ Registrar reg{Command{
       sub->add_option("--library-path", args->library_path,
                       "directories searched first for the driver libraries");
       sub->add_option("--root", args->root,
-                      "read /dev, /proc, /sys under this directory (tests, chroots; default /)");
+                      "read /dev, /proc, /sys under this directory (tests, chroots; default /)")
+          ->check(non_empty);
       return [args, tp]() -> int {
         PreflightPlan plan;
         plan.tp = args->tp;

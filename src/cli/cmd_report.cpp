@@ -147,11 +147,14 @@ const Registrar reg{
        sub->add_option("--format", a->format, "what to print: md, csv or json")
            ->check(CLI::IsMember({"md", "csv", "json"}))
            ->capture_default_str();
-       sub->add_option("--plot", a->plot, "also write the speedup-vs-budget SVG plot to this file");
+       sub->add_option("--plot", a->plot, "also write the speedup-vs-budget SVG plot to this file")
+           ->check(non_empty);
        sub->add_option("--plot-acceptance", a->plot_acceptance,
-                       "also write the acceptance-vs-budget SVG plot here");
+                       "also write the acceptance-vs-budget SVG plot here")
+           ->check(non_empty);
        auto* out =
-           sub->add_option("--out", a->out, "directory for the report files (default DIR/report)");
+           sub->add_option("--out", a->out, "directory for the report files (default DIR/report)")
+               ->check(non_empty);
        sub->add_flag("--no-write", a->no_write,
                      "only print; write no report files (--plot still "
                      "writes its plot)")

@@ -29,4 +29,12 @@ struct Registrar {
 /// True when stdout is a terminal (colour and live progress only then).
 bool stdout_is_tty();
 
+/// Refuses an empty value (`--model ''`), which would otherwise read as the option not given.
+inline const CLI::Validator non_empty{
+    [](std::string& value) {
+      return value.empty() ? std::string("the value is empty: give one, or leave the option out")
+                           : std::string();
+    },
+    "NOT EMPTY", "non_empty"};
+
 } // namespace specbench::cli

@@ -141,7 +141,10 @@ TEST(E2E, DemoSweepRunsEndToEndAndResumeSkipsEverything) {
       {{"--plot", (dir / "same.svg").string(), "--plot-acceptance",
         (dir / "." / "same.svg").string()},
        "both name"},
-      {{"--out", (dir / "results" / "cells").string()}, "cells folder"}};
+      {{"--out", (dir / "results" / "cells").string()}, "cells folder"},
+      // An empty value would read as the option not given.
+      {{"--plot", ""}, "--plot: the value is empty"},
+      {{"--out", ""}, "--out: the value is empty"}};
   int k = 0;
   for (const auto& [extra, why] : refused) {
     std::vector<std::string> args = {"report", (dir / "results").string()};

@@ -681,6 +681,12 @@ TEST(PreflightCli, HumanTableAndExitCodes) {
   EXPECT_EQ(res.exit_code, 2);
   res = testing::run_cli({testing::cli_path().string(), "preflight", "--gpus", "x"}, env);
   EXPECT_EQ(res.exit_code, 2);
+  for (const char* option : {"--model", "--gpus", "--root"}) {
+    res = testing::run_cli({testing::cli_path().string(), "preflight", "--json", option, ""}, env);
+    EXPECT_EQ(res.exit_code, 2) << option;
+    EXPECT_NE(res.out.find(std::string(option) + ": the value is empty"), std::string::npos)
+        << res.out;
+  }
   // An argument the parser itself refuses (not a number) still answers --json with the
   // could-not-run fields: verdict, exit_code and an error with a remedy.
   res = testing::run_cli({testing::cli_path().string(), "preflight", "--json", "--tp", "abc"}, env);
