@@ -281,11 +281,8 @@ Report build_report(const std::vector<CellResult>& results, const Manifest* mani
 }
 
 Expected<Report> load_report(const std::filesystem::path& results_dir) {
-  std::error_code ec;
-  if (!std::filesystem::is_directory(results_dir, ec))
-    return Status(StatusCode::not_found, "no results directory " + results_dir.string(),
-                  "pass the directory given to `specbench run --results`", "load_report");
-  // To read only: a report taken while a run writes here must not touch the run's files.
+  // To read only: a report taken while a run writes here must not touch the run's files. (It
+  // also says what a path that is no results directory is.)
   auto store = ResultStore::open_to_read(results_dir);
   if (!store)
     return store.status();

@@ -158,7 +158,9 @@ Expected<ResultStore> ResultStore::open(const fs::path& dir) {
 Expected<ResultStore> ResultStore::open_to_read(const fs::path& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec))
-    return Status(StatusCode::not_found, "no results directory " + dir.string(),
+    return Status(StatusCode::not_found,
+                  fs::exists(dir, ec) ? dir.string() + " is a file, not a results directory"
+                                      : "no results directory " + dir.string(),
                   "pass the directory given to `specbench run --results`",
                   "ResultStore::open_to_read");
   return ResultStore(dir);

@@ -598,6 +598,12 @@ TEST(Report, WriteFilesAndLoadFromDirectory) {
        {files->markdown, files->csv, files->json, files->speedup_svg, files->acceptance_svg})
     EXPECT_GT(std::filesystem::file_size(p), 100u) << p;
   EXPECT_FALSE(load_report(dir / "nope"));
+  // A file given for the directory is named as one.
+  const auto file = load_report(files->markdown);
+  ASSERT_FALSE(file);
+  EXPECT_NE(file.status().message().find("report.md is a file, not a results directory"),
+            std::string::npos)
+      << file.status().message();
 }
 
 TEST(Report, AnUnreadableManifestMeansTheReportCannotSayAllIsWell) {
