@@ -138,14 +138,25 @@ TEST(CellResultCheck, AResultAsTheRunnerWritesItAgreesWithItselfAfterARoundTrip)
   EXPECT_TRUE(check_cell_result(*back)) << check_cell_result(*back).to_string();
 }
 
+// check_cell_result's verdict on the sample result after `edit`, as read back from its file;
+// with `resummarize`, its runs and summary recomputed from the edited requests first.
+static std::string verdict_after(const std::function<void(CellResult&)>& edit, bool resummarize) {
+  auto r = sample_result("tp1-ddtree-b12");
+  r.wall_s = 10;
+  edit(r);
+  if (resummarize) {
+    r.runs = summarize_runs(r.requests, static_cast<int>(r.runs.size()));
+    r.summary = summarize_cell(r.requests, r.runs);
+  }
+  auto back = cell_result_from_json(to_json(r));
+  EXPECT_TRUE(back) << back.status().to_string();
+  const Status s = check_cell_result(*back);
+  return s ? std::string("consistent") : s.message();
+}
+
 TEST(CellResultCheck, EachKindOfEditIsFoundAndNamed) {
   const auto verdict = [](const std::function<void(CellResult&)>& edit) {
-    auto r = sample_result("tp1-ddtree-b12");
-    edit(r);
-    auto back = cell_result_from_json(to_json(r)); // as read from the file
-    EXPECT_TRUE(back) << back.status().to_string();
-    const Status s = check_cell_result(*back);
-    return s ? std::string("consistent") : s.message();
+    return verdict_after(edit, false);
   };
   const auto names = [&](const std::function<void(CellResult&)>& edit, const std::string& what) {
     const std::string message = verdict(edit);
@@ -185,15 +196,7 @@ TEST(CellResultCheck, EachKindOfEditIsFoundAndNamed) {
 // could have measured them (each was shown as a good result: acceptance 0.5 or 96, a 68x speedup).
 TEST(CellResultCheck, WhatNoRunCouldMeasureIsFoundEvenWithSummariesThatAgree) {
   const auto verdict = [](const std::function<void(CellResult&)>& edit) {
-    auto r = sample_result("tp1-ddtree-b12");
-    r.wall_s = 10;
-    edit(r);
-    r.runs = summarize_runs(r.requests, static_cast<int>(r.runs.size()));
-    r.summary = summarize_cell(r.requests, r.runs);
-    auto back = cell_result_from_json(to_json(r));
-    EXPECT_TRUE(back) << back.status().to_string();
-    const Status s = check_cell_result(*back);
-    return s ? std::string("consistent") : s.message();
+    return verdict_after(edit, true);
   };
   const auto names = [&](const std::function<void(CellResult&)>& edit, const std::string& what) {
     const std::string message = verdict(edit);
