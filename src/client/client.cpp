@@ -4,6 +4,7 @@
 
 #include "specbench/detail/display_text.hpp"
 #include "specbench/detail/utf8.hpp"
+#include "specbench/detail/verify_step_bounds.hpp"
 
 #include "client/simple_http.hpp"
 
@@ -163,16 +164,13 @@ void absorb_openai_extras(const json& j, RequestRecord& r, std::string* bad) {
 // `max_per_step`: ClientOptions::max_tokens_per_step (0 = unknown).
 std::string spec_contradiction(const RequestRecord& r, int max_per_step) {
   const ServerSpecFigures& s = r.spec;
-  if (s.verify_steps && r.output_tokens >= 0 && *s.verify_steps > r.output_tokens)
+  if (s.verify_steps && r.output_tokens >= 0 &&
+      detail::fewer_tokens_than_steps(r.output_tokens, *s.verify_steps))
     return "the server reported " + std::to_string(*s.verify_steps) +
            " verify steps (spec_verify_ct) for " + std::to_string(r.output_tokens) +
            " output tokens, but every verify step yields at least one token";
-  // The prefill commits the first token without a verify step, hence the + 1; a request that
-  // SGLang retracted under memory pressure is prefilled again, one more token each time, hence a
-  // slack of 1/32 of the output. A speculating "autoregressive" server (1.5x and more) or a
-  // verify count of 1 for a whole answer stays far above it.
   if (max_per_step > 0 && s.verify_steps && *s.verify_steps > 0 &&
-      r.output_tokens > *s.verify_steps * max_per_step + 1 + r.output_tokens / 32)
+      detail::more_tokens_than_steps_commit(r.output_tokens, *s.verify_steps, max_per_step))
     return "the server reported " + std::to_string(r.output_tokens) + " output tokens in " +
            std::to_string(*s.verify_steps) + " verify steps (spec_verify_ct), more than the " +
            std::to_string(max_per_step) + " per step this cell's method can commit" +

@@ -3,6 +3,8 @@
 // damaged after the run, and a report built on it would show numbers nobody measured.
 #include "specbench/results.hpp"
 
+#include "specbench/detail/verify_step_bounds.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -122,14 +124,12 @@ std::optional<std::string> impossible(const CellResult& r) {
     if (w.ignore_eos && q.output_tokens == 0)
       return who + " is ok with no output token, though ignore_eos asked for " +
              std::to_string(w.max_new_tokens);
-    if (q.verify_steps > 0) {
-      // As the client judges an answer: a step yields at least one token, and at most the
-      // method's verify width; the first token comes from prefill, and retractions add 1/32.
+    if (q.verify_steps > 0) { // judged as the client judges an answer
       const int64_t width = std::max(1, r.method.verify_width());
-      if (q.verify_steps > q.output_tokens)
+      if (detail::fewer_tokens_than_steps(q.output_tokens, q.verify_steps))
         return who + " has " + std::to_string(q.verify_steps) + " verify steps for " +
                std::to_string(q.output_tokens) + " output tokens";
-      if (q.output_tokens > q.verify_steps * width + 1 + q.output_tokens / 32)
+      if (detail::more_tokens_than_steps_commit(q.output_tokens, q.verify_steps, width))
         return who + " has " + std::to_string(q.output_tokens) + " output tokens in " +
                std::to_string(q.verify_steps) + " verify steps, more than " +
                std::to_string(width) + " per step (" + r.method.id() + ")";
