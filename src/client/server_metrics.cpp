@@ -291,7 +291,7 @@ ServerDelta diff_snapshots(const ServerSnapshot& before, const ServerSnapshot& a
     d.notes.push_back("no Prometheus metrics (" + after.metrics_error + ")");
   if (d.acceptance_length < 0)
     d.acceptance_absent_reason =
-        !after.metrics_ok ? "no Prometheus metrics (" + after.metrics_error + ")"
+        !after.metrics_ok ? d.notes.back()
         : !counters
             ? "no metrics before the run (" + before.metrics_error + "); counters not differenced"
         : !spec_counter_skipped.empty() ? spec_counter_skipped

@@ -180,9 +180,8 @@ void check_template(Findings& f, const Sweep& s, const std::vector<std::string>&
   (void)s;
 }
 
-// A host the client can connect to: a name of letters, digits, '-' and '.', or an IPv4 or IPv6
-// literal (hex digits, ':' and '.'), at most 253 characters.
-// A host name, an IPv4 address or an IPv6 address (colons only there: "localhost:8000" is a
+// A host the client can connect to: a name of letters, digits, '-' and '.' (an IPv4 address
+// too), at most 253 characters, or an IPv6 address (colons only there: "localhost:8000" is a
 // host and a port, and the port goes in server.port).
 bool host_name_ok(const std::string& h) {
   if (h.find(':') != std::string::npos) {
