@@ -1,6 +1,8 @@
 // Builds a report from cell results and the manifest: order, baselines, speedups.
 #include "specbench/report.hpp"
 
+#include "results/sorting_lock.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -287,6 +289,11 @@ Expected<Report> load_report(const std::filesystem::path& results_dir) {
   if (!store)
     return store.status();
   std::vector<std::string> problems;
+  // A run that is sorting the directory (moving stale results aside, rewriting the manifest)
+  // would be seen half done: wait for it, while reading.
+  const auto sorting = detail::SortingLock::for_reading(results_dir, 30);
+  if (!sorting.note().empty())
+    problems.push_back(sorting.note());
   auto results = store->load_all(&problems);
   auto manifest = store->load_manifest();
   if (!manifest && manifest.status().code() != StatusCode::not_found)

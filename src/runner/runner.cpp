@@ -3,6 +3,8 @@
 // treats every server (the simulated one included) the same way.
 #include "specbench/runner.hpp"
 
+#include "results/sorting_lock.hpp"
+
 #include "specbench/build_info.hpp"
 #include "specbench/client.hpp"
 #include "specbench/report.hpp"
@@ -242,8 +244,10 @@ std::vector<const Cell*> phase_order(const Phase& phase, bool largest_budget_fir
 
 class SweepRun {
 public:
-  SweepRun(const Sweep& sweep, const Matrix& matrix, const RunnerOptions& opt, ResultStore store)
-      : sweep_(sweep), matrix_(matrix), opt_(opt), store_(std::move(store)) {}
+  SweepRun(const Sweep& sweep, const Matrix& matrix, const RunnerOptions& opt, ResultStore store,
+           detail::SortingLock sorting)
+      : sweep_(sweep), matrix_(matrix), opt_(opt), store_(std::move(store)),
+        sorting_(std::move(sorting)) {}
 
   Expected<SweepOutcome> run();
 
@@ -434,6 +438,7 @@ private:
   std::optional<std::vector<std::uint64_t>> baseline_;
   bool preflight_enabled_ = true;
   std::string memory_held_; // set when a cell left GPU memory held
+  detail::SortingLock sorting_; // held from before the store opened until the manifest is rewritten
 };
 
 // Sorts the stored results: complete ones are kept, the rest moved aside. A result that cannot be
@@ -919,9 +924,12 @@ Expected<SweepOutcome> SweepRun::run() {
       if (selected(c))
         ++out_.total_cells;
 
+  if (!sorting_.note().empty())
+    message(sorting_.note());
   if (Status st = prepare_store(); !st)
     return st;
   build_manifest();
+  sorting_.release(); // a report may read from here on: the directory is sorted
   for (const auto& ph : matrix_.phases)
     for (const auto& c : ph.cells)
       if (selected(c)) {
@@ -1161,6 +1169,11 @@ Expected<SweepOutcome> run_sweep(const Sweep& sweep, const Matrix& matrix,
   auto lock = DirLock::acquire(dir);
   if (!lock)
     return lock.status();
+  // Sorting starts here (temp files, the old report, stale results, the manifest): a report must
+  // not read until it is done.
+  auto sorting = detail::SortingLock::for_sorting(dir, 30);
+  if (!sorting)
+    return sorting.status();
   auto store = ResultStore::open(dir);
   if (!store)
     return store.status();
@@ -1169,7 +1182,7 @@ Expected<SweepOutcome> run_sweep(const Sweep& sweep, const Matrix& matrix,
   // pass for it.
   if (Status st = remove_report_files(dir / "report"); !st)
     return st;
-  SweepRun run(sweep, matrix, options, std::move(*store));
+  SweepRun run(sweep, matrix, options, std::move(*store), std::move(*sorting));
   auto outcome = run.run();
   if (outcome && options.while_locked)
     options.while_locked(*outcome);

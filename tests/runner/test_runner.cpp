@@ -13,10 +13,12 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <condition_variable>
 #include <csignal>
 #include <fcntl.h>
 #include <fstream>
 #include <iterator>
+#include <mutex>
 #include <optional>
 #include <sys/file.h>
 #include <sys/resource.h>
@@ -283,6 +285,69 @@ TEST(Runner, TheReportHookRunsWhileTheDirectoryIsLocked) {
   // Once the run has returned, the lock is free again.
   auto later = run_sweep(sweep, expand(sweep), options(dir));
   EXPECT_TRUE(later) << later.status().to_string();
+}
+
+// A report taken while a run sorts the directory (the audit's "no result for cell X", 3 reports
+// in 235) read half of it: a result already moved aside beside the old manifest that lists it as
+// ok, or an old result not moved yet. The report now waits for the sorting to end. Here it is
+// started right after the first result is moved aside; the run then waits (in its preflight, which
+// follows the sorting) until that report is read.
+TEST(Runner, AReportTakenWhileARunSortsTheDirectoryWaitsForTheSorting) {
+  const auto dir = specbench::testing::make_temp_dir("runner-report-while-sorting");
+  auto sweep = small_sweep();
+  auto first = run_sweep(sweep, expand(sweep), options(dir));
+  ASSERT_TRUE(first) << first.status().to_string();
+  ASSERT_EQ(first->ok, 2);
+
+  auto changed = small_sweep(24); // both results are stale now, to be moved aside
+  changed.runner.preflight = true;
+  auto o = options(dir);
+  std::optional<Expected<Report>> report;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::thread reader;
+  auto wait_for_report = [&](double seconds) {
+    std::unique_lock lk(mu);
+    return cv.wait_for(lk, std::chrono::duration<double>(seconds),
+                       [&] { return report.has_value(); });
+  };
+  o.on_event = [&](const RunnerEvent& e) {
+    if (e.kind != RunnerEventKind::message || reader.joinable() ||
+        e.message.find("moved tp1-autoregressive aside") == std::string::npos)
+      return;
+    reader = std::thread([&] {
+      auto r = load_report(dir);
+      std::lock_guard lk(mu);
+      report = std::move(r);
+      cv.notify_all();
+    });
+    // Without the lock the report is read in this second, while the tree cell is still to move.
+    wait_for_report(1.0);
+  };
+  bool report_read_before_cells = false;
+  o.preflight_fn = [&](const PreflightPlan&) {
+    report_read_before_cells = wait_for_report(20.0);
+    PreflightReport r;
+    CheckResult c;
+    c.id = "stand-in";
+    c.status = CheckStatus::pass;
+    r.checks.push_back(c);
+    return r;
+  };
+  auto out = run_sweep(changed, expand(changed), o);
+  if (reader.joinable())
+    reader.join();
+  ASSERT_TRUE(out) << out.status().to_string();
+  EXPECT_EQ(out->moved_aside, 2);
+  ASSERT_TRUE(report_read_before_cells);
+  ASSERT_TRUE(report.has_value() && *report) << (report ? report->status().to_string() : "none");
+  const Report& rep = **report;
+  // The sorted directory: the new manifest, both cells pending, no result left in cells/.
+  EXPECT_TRUE(rep.problems.empty()) << rep.problems.front();
+  EXPECT_EQ(rep.cell_count(), 0);
+  ASSERT_EQ(rep.missing.size(), 2u);
+  for (const auto& m : rep.missing)
+    EXPECT_NE(m.find("(pending)"), std::string::npos) << m;
 }
 
 // The progress line's throughput is the report's, rounded, not cut (2367.98 printed as 2367
