@@ -311,6 +311,10 @@ public:
   /// (e.g. "20261202T140305Z-config-changed"). Returns the new path.
   Expected<std::filesystem::path> move_aside(const std::string& cell_id,
                                              const std::string& batch) const;
+  /// Moves only a cell's server log into `stale/<batch>/logs/` (an attempt that left no
+  /// result). Returns the new path.
+  Expected<std::filesystem::path> move_log_aside(const std::string& cell_id,
+                                                 const std::string& batch) const;
 
   /// Reads manifest.json (not_found when there is none).
   Expected<Manifest> load_manifest() const;

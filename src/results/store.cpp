@@ -259,6 +259,24 @@ Expected<fs::path> ResultStore::move_aside(const std::string& cell_id,
   return target;
 }
 
+Expected<fs::path> ResultStore::move_log_aside(const std::string& cell_id,
+                                               const std::string& batch) const {
+  const fs::path target_dir = dir_ / "stale" / batch / "logs";
+  std::error_code ec;
+  fs::create_directories(target_dir, ec);
+  if (ec)
+    return Status(StatusCode::io_error,
+                  "cannot create " + target_dir.string() + ": " + ec.message(), "",
+                  "ResultStore::move_log_aside");
+  const fs::path target = target_dir / (cell_id + ".log");
+  fs::rename(log_path(cell_id), target, ec);
+  if (ec)
+    return Status(StatusCode::io_error,
+                  "cannot move " + log_path(cell_id).string() + " aside: " + ec.message(), "",
+                  "ResultStore::move_log_aside");
+  return target;
+}
+
 Expected<Manifest> ResultStore::load_manifest() const {
   std::error_code ec;
   if (!fs::exists(manifest_path(), ec))

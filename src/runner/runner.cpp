@@ -348,6 +348,8 @@ private:
     r.finished_at = r.started_at;
     auto prev = previous_attempts_.find(c.id);
     r.attempt = prev == previous_attempts_.end() ? 1 : prev->second + 1;
+    if (auto kept = kept_attempts_.find(c.id); kept != kept_attempts_.end())
+      r.notes.push_back(kept->second);
     return r;
   }
 
@@ -413,6 +415,8 @@ private:
 
   // ---- stages --------------------------------------------------------------------------------
   Status prepare_store();
+  const std::string& stale_batch(const std::string& why);
+  void keep_previous_attempt(const Cell& c);
   void build_manifest();
   bool run_preflight_for(const Phase& phase, const std::string& why);
   void take_memory_baseline(const Phase& phase);
@@ -431,6 +435,9 @@ private:
   double cell_time_sum_ = 0;
   bool in_cell_ = false;
   std::map<std::string, int> previous_attempts_;
+  std::map<std::string, CellStatus> previous_status_; // of the stored result this run found
+  std::map<std::string, std::string> stale_batches_;  // why -> this run's folder under stale/
+  std::map<std::string, std::string> kept_attempts_;  // cell -> where its last attempt was kept
   std::map<std::string, CellStatus> final_status_;
   std::string write_error_; // the first write to the results directory that failed
   std::set<std::string> complete_;
@@ -445,15 +452,8 @@ private:
 // moved aside stops the run before anything is measured: running its cell would overwrite it.
 Status SweepRun::prepare_store() {
   Status failed;
-  std::map<std::string, std::string> batches;
-  auto batch = [&](const std::string& why) -> const std::string& {
-    auto it = batches.find(why);
-    if (it == batches.end())
-      it = batches.emplace(why, stale_batch_name(store_.dir(), why)).first;
-    return it->second;
-  };
   auto move = [&](const std::string& id, const std::string& why, const std::string& detail = "") {
-    auto moved = store_.move_aside(id, batch(why));
+    auto moved = store_.move_aside(id, stale_batch(why));
     if (moved) {
       ++out_.moved_aside;
       message("moved " + id + " aside (" + why + ") to " + moved->string() +
@@ -494,11 +494,61 @@ Status SweepRun::prepare_store() {
       continue;
     }
     previous_attempts_[id] = stored->attempt;
+    previous_status_[id] = stored->status;
     final_status_[id] = stored->status;
     if (stored->complete())
       complete_.insert(id);
   }
   return failed;
+}
+
+// One folder under stale/ per occasion and run.
+const std::string& SweepRun::stale_batch(const std::string& why) {
+  auto it = stale_batches_.find(why);
+  if (it == stale_batches_.end())
+    it = stale_batches_.emplace(why, stale_batch_name(store_.dir(), why)).first;
+  return it->second;
+}
+
+// A cell that failed or was interrupted runs again: its result and server log say why it went
+// wrong (the crash the user is chasing), so they go to stale/<stamp>-retried/ instead of being
+// overwritten, and the new result notes where. A result that only recorded a runner decision
+// (blocked, skipped) is overwritten: the new one repeats or replaces it.
+void SweepRun::keep_previous_attempt(const Cell& c) {
+  std::error_code ec;
+  const auto st = previous_status_.find(c.id);
+  const bool keep_result = st != previous_status_.end() && (st->second == CellStatus::failed ||
+                                                            st->second == CellStatus::interrupted);
+  const bool keep_log_only = !keep_result && fs::exists(store_.log_path(c.id), ec);
+  if (!keep_result && !keep_log_only)
+    return;
+  const int attempt = previous_attempts_.count(c.id) ? previous_attempts_[c.id] : 0;
+  const std::string& batch = stale_batch("retried");
+  if (keep_result) {
+    auto moved = store_.move_aside(c.id, batch);
+    if (!moved) {
+      message("could not keep attempt " + std::to_string(attempt) + " of " + c.id +
+              " before running it again (" + moved.status().message() +
+              "); the new attempt replaces it");
+      return;
+    }
+    previous_status_.erase(c.id);
+    kept_attempts_[c.id] = "attempt " + std::to_string(attempt) + " (" + to_string(st->second) +
+                           ") is kept in " + fs::relative(*moved, store_.dir(), ec).string();
+    message("kept attempt " + std::to_string(attempt) + " of " + c.id + " (" +
+            to_string(st->second) + ") in " + moved->string());
+    return;
+  }
+  // A log without a result: an attempt killed with the runner (its server's last words).
+  auto moved = store_.move_log_aside(c.id, batch);
+  if (moved) {
+    kept_attempts_[c.id] = "the server log of an attempt that left no result is kept in " +
+                           fs::relative(*moved, store_.dir(), ec).string();
+    message("kept the server log of an earlier attempt of " + c.id + " in " + moved->string());
+  } else {
+    message("could not keep the server log of an earlier attempt of " + c.id + " (" +
+            moved.status().message() + "); the new attempt replaces it");
+  }
 }
 
 void SweepRun::build_manifest() {
@@ -993,6 +1043,7 @@ Expected<SweepOutcome> SweepRun::run() {
       if (halted())
         break;
       ++index_;
+      keep_previous_attempt(*c);
       if (!blocked_reason.empty()) {
         record_not_run(*c, CellStatus::blocked, blocked_stage, blocked_reason, blocked_diagnosis);
         continue;

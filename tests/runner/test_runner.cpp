@@ -427,6 +427,74 @@ TEST(Runner, StopRequestInterruptsTheCellInFlightAndKeepsFinishedOnes) {
   EXPECT_EQ(live_server_count(), 0);
 }
 
+// A failed or interrupted cell runs again on resume. Its record and its server's log are what the
+// user reads to find out why (the seeds' crashes), so the new attempt must not overwrite them:
+// they go to stale/<stamp>-retried/, and the new result says where.
+TEST(Runner, ACellRunAgainKeepsItsEarlierAttemptAndLogAside) {
+  const auto dir = specbench::testing::make_temp_dir("runner-retried");
+  auto sweep = small_sweep(400, {4});
+  sweep.server.launch.push_back("--cost-per-token-us");
+  sweep.server.launch.push_back("200");
+  std::atomic<bool> stop{false};
+  auto o = options(dir);
+  o.stop = &stop;
+  o.on_event = [&](const RunnerEvent& e) {
+    if (e.kind == RunnerEventKind::cell_progress && e.cell_id == "tp1-ddtree-b4" && e.run >= 0)
+      stop = true;
+  };
+  auto first = run_sweep(sweep, expand(sweep), o);
+  ASSERT_TRUE(first) << first.status().to_string();
+  ASSERT_EQ(ResultStore::open(dir)->load("tp1-ddtree-b4")->status, CellStatus::interrupted);
+  const auto read = [](const fs::path& p) {
+    std::ifstream in(p);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  };
+  const std::string first_log = read(dir / "logs" / "tp1-ddtree-b4.log");
+  ASSERT_FALSE(first_log.empty());
+
+  auto second = run_sweep(sweep, expand(sweep), options(dir));
+  ASSERT_TRUE(second) << second.status().to_string();
+  EXPECT_EQ(second->ran, 1);
+  auto now = ResultStore::open(dir)->load("tp1-ddtree-b4");
+  ASSERT_TRUE(now) << now.status().to_string();
+  EXPECT_EQ(now->status, CellStatus::ok);
+  EXPECT_EQ(now->attempt, 2);
+  ASSERT_TRUE(fs::is_directory(dir / "stale")) << "the earlier attempt was overwritten";
+  std::vector<fs::path> kept;
+  for (const auto& e : fs::directory_iterator(dir / "stale"))
+    if (e.path().filename().string().ends_with("-retried"))
+      kept.push_back(e.path());
+  ASSERT_EQ(kept.size(), 1u);
+  auto earlier = cell_result_from_json(read(kept[0] / "cells" / "tp1-ddtree-b4.json"));
+  ASSERT_TRUE(earlier) << earlier.status().to_string();
+  EXPECT_EQ(earlier->status, CellStatus::interrupted);
+  EXPECT_EQ(earlier->attempt, 1);
+  EXPECT_EQ(read(kept[0] / "logs" / "tp1-ddtree-b4.log"), first_log);
+  const std::string where =
+      "attempt 1 (interrupted) is kept in stale/" + kept[0].filename().string() + "/cells/";
+  bool noted = false;
+  for (const auto& n : now->notes)
+    noted |= n.find(where) != std::string::npos;
+  EXPECT_TRUE(noted) << where;
+
+  // A log with no result: the runner was killed while the server ran. Its last words are kept too.
+  const auto dir2 = specbench::testing::make_temp_dir("runner-retried-log-only");
+  fs::create_directories(dir2 / "logs");
+  std::ofstream(dir2 / "logs" / "tp1-autoregressive.log") << "RuntimeError: CUDA error: unknown\n";
+  auto o2 = options(dir2);
+  o2.only = {"tp1-autoregressive"};
+  auto third = run_sweep(small_sweep(), expand(small_sweep()), o2);
+  ASSERT_TRUE(third) << third.status().to_string();
+  ASSERT_TRUE(fs::is_directory(dir2 / "stale")) << "the earlier log was deleted";
+  std::string kept_log;
+  for (const auto& e : fs::recursive_directory_iterator(dir2 / "stale"))
+    if (e.path().filename() == "tp1-autoregressive.log")
+      kept_log = read(e.path());
+  EXPECT_EQ(kept_log, "RuntimeError: CUDA error: unknown\n");
+  EXPECT_EQ(read(dir2 / "logs" / "tp1-autoregressive.log").find("CUDA error: unknown"),
+            std::string::npos); // this attempt's log is its own
+}
+
 // Each measured run stores what the server's own counters said about exactly that run (warm-up
 // excluded): the sim-server's figure equals the run's requests' sums (see server_side_expect.hpp).
 TEST(Runner, EachRunStoresTheServersOwnFiguresForExactlyThatRun) {
