@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 
 #include <sstream>
@@ -243,6 +244,33 @@ std::string report_markdown(const Report& r) {
       }
     if (listed)
       o << "\n\n";
+  }
+
+  // The cells' notes (a server killed after ignoring SIGTERM, GPU memory not back to baseline, text
+  // prompts longer than the context check assumed, an earlier attempt kept in stale/): each text
+  // once, with the cells it applies to. The synthetic-model note is the banner above.
+  std::vector<std::pair<std::string, std::vector<std::string>>> notes;
+  for (const auto& p : r.phases)
+    for (const auto& c : p.cells)
+      for (const auto& n : c.notes) {
+        if (r.synthetic && n.starts_with("server model is synthetic"))
+          continue;
+        auto it =
+            std::find_if(notes.begin(), notes.end(), [&](const auto& e) { return e.first == n; });
+        if (it == notes.end())
+          notes.push_back({n, {c.cell_id}});
+        else if (it->second.back() != c.cell_id)
+          it->second.push_back(c.cell_id);
+      }
+  if (!notes.empty()) {
+    o << "## Notes\n\n";
+    for (const auto& [text, cells] : notes) {
+      o << "- ";
+      for (size_t i = 0; i < cells.size(); ++i)
+        o << (i ? ", " : "") << "**" << one_line(cells[i]) << "**";
+      o << ": " << one_line(text) << "\n";
+    }
+    o << "\n";
   }
 
   bool any_bad = !r.missing.empty();

@@ -205,6 +205,31 @@ TEST(Report, MarkdownListsFailedCellsWithReasonsAndLogTail) {
   EXPECT_NE(md.find("Synthetic model"), std::string::npos);
 }
 
+// A cell's notes (a server killed after ignoring SIGTERM, memory not back to baseline, an earlier
+// attempt kept aside) were only in the JSON: the Markdown a user reads hid them. Each text is
+// listed once with its cells; the synthetic-model note is already the banner.
+TEST(Report, MarkdownListsTheCellsNotesOnceEach) {
+  auto results = sample();
+  const std::string killed = "the server ignored SIGTERM for 3 s and was killed";
+  results[1].notes.push_back(killed);
+  results[2].notes.push_back(killed);
+  results[2].notes.push_back("attempt 1 (failed) is kept in stale/x-retried/cells/<id>.json");
+  const auto md = report_markdown(build_report(results, nullptr));
+  const size_t at = md.find("## Notes\n\n");
+  ASSERT_NE(at, std::string::npos) << md;
+  const std::string section = md.substr(at, md.find("\n## ", at + 1) - at);
+  EXPECT_NE(section.find("- **tp1-linear-k16**, **tp1-ddtree-b32**: " + killed + "\n"),
+            std::string::npos)
+      << section;
+  EXPECT_NE(section.find("- **tp1-ddtree-b32**: attempt 1 (failed) is kept in "
+                         "stale/x-retried/cells/&lt;id>.json\n"),
+            std::string::npos)
+      << section;
+  EXPECT_EQ(section.find("synthetic"), std::string::npos) << section;
+  // No notes but the synthetic one: no section.
+  EXPECT_EQ(report_markdown(build_report(sample(), nullptr)).find("## Notes"), std::string::npos);
+}
+
 TEST(Report, CsvHasOneRowPerCellAndQuotes) {
   const auto rep = build_report(sample(), nullptr);
   const auto csv = report_csv(rep);
