@@ -102,10 +102,16 @@ std::optional<int64_t> absorb_meta_info(const json& m, RequestRecord& r, std::st
   if (completion)
     r.output_tokens = static_cast<int>(*completion);
   if (auto fr = m.find("finish_reason"); fr != m.end() && !fr->is_null()) {
-    if (fr->is_object())
-      r.finish_reason = fr->value("type", std::string("?"));
-    else if (fr->is_string())
+    // SGLang: {"type": "length", ...}; others: "length". Anything else is not a reason, and
+    // reading it as one threw inside libcurl's callback, which aborted the whole sweep.
+    const auto type = fr->is_object() ? fr->find("type") : fr->end();
+    if (fr->is_string())
       r.finish_reason = fr->get<std::string>();
+    else if (fr->is_object() && type != fr->end() && type->is_string())
+      r.finish_reason = type->get<std::string>();
+    else if (bad && bad->empty())
+      *bad = "the server reported meta_info.finish_reason = " + excerpt(fr->dump(), 120) +
+             ", which is neither a string nor an object with a string \"type\"";
   }
   auto& s = r.spec;
   if (auto v = get_count(m, "spec_verify_ct", bad))
@@ -189,7 +195,11 @@ std::string spec_contradiction(const RequestRecord& r, int max_per_step) {
 std::optional<std::string> abort_message(const json& finish_reason) {
   if (finish_reason.is_string() && finish_reason.get_ref<const std::string&>() == "abort")
     return std::string("(no message)");
-  if (!finish_reason.is_object() || finish_reason.value("type", std::string()) != "abort")
+  if (!finish_reason.is_object())
+    return std::nullopt;
+  const auto type = finish_reason.find("type");
+  if (type == finish_reason.end() || !type->is_string() ||
+      type->get_ref<const std::string&>() != "abort")
     return std::nullopt;
   auto m = finish_reason.find("message");
   return m != finish_reason.end() && m->is_string() ? m->get<std::string>()
@@ -312,7 +322,9 @@ struct Transfer {
   std::string line;       // partial SSE line
   std::string event_data; // data lines of the current SSE event
   std::string body;       // non-SSE body, or an error body
-  int64_t last_completion = 0;
+  int64_t last_completion = 0; // the highest cumulative count seen (completion_tokens or ids)
+  int64_t counted = 0;         // tokens attributed to events so far (/generate)
+  bool guessed = false;        // some event without a count was taken as one token
   bool saw_done = false, saw_finish = false;
   bool first_line = true;   // the stream's first line, which may start with a byte-order mark
   bool after_cr = false;    // the last read ended with '\r': a '\n' first in the next one goes
@@ -431,12 +443,28 @@ struct Transfer {
                                            std::to_string(*completion));
         return false;
       }
+      const auto fr = m->find("finish_reason");
+      const bool final_event = fr != m->end() && !fr->is_null();
+      if (!completion && id_count > 0 && id_count <= last_completion && !final_event) {
+        // Cumulative ids grow with every event that carries a token; a list that does not grow
+        // is the newest ids only, which without completion_tokens cannot be counted (taken as
+        // cumulative, 8 tokens counted as 1).
+        set_fail(ErrorKind::malformed,
+                 "output_ids did not grow (" + std::to_string(id_count) + " ids after " +
+                     std::to_string(last_completion) +
+                     "): they look like the newest ids only, and without "
+                     "meta_info.completion_tokens the tokens cannot be counted");
+        return false;
+      }
       if (count >= 0) {
-        new_tokens = static_cast<int>(std::max<int64_t>(0, count - last_completion));
+        // The count is cumulative; events before it without one were counted a token each.
+        new_tokens = static_cast<int>(std::max<int64_t>(0, count - counted));
         last_completion = std::max(last_completion, count);
       } else if (auto tx = j.find("text"); tx != j.end() && tx->is_string() && !tx->empty()) {
         new_tokens = 1; // no count at all: one chunk = one token (documented)
+        guessed = true;
       }
+      counted += new_tokens;
       if (!rec.finish_reason.empty())
         saw_finish = true;
     } else {
@@ -647,7 +675,15 @@ size_t on_data(char* p, size_t size, size_t n, void* user) {
       t->body.append(p, std::min(len, 64 * 1024 - t->body.size()));
     return len;
   }
-  return t->feed_sse(std::string_view(p, len), now) ? len : 0;
+  // An exception must not cross libcurl's C frames (std::terminate: the whole sweep lost, as a
+  // finish_reason of the wrong type once did); whatever throws fails this request.
+  try {
+    return t->feed_sse(std::string_view(p, len), now) ? len : 0;
+  } catch (const std::exception& e) {
+    t->set_fail(ErrorKind::malformed, std::string("the answer could not be read (") + e.what() +
+                                          "): report this specbench bug with the server's answer");
+    return 0;
+  }
 }
 
 } // namespace
@@ -818,18 +854,26 @@ struct Client::Impl {
         r.context_overflow = is_context_overflow_message(static_cast<int>(status), t.body);
         t.set_fail(r.context_overflow ? ErrorKind::context_overflow : ErrorKind::http_status,
                    "HTTP " + std::to_string(status) + ": " + error_message_of(t.body));
-      } else if (t.is_sse) {
-        if (!t.line.empty()) { // a last line without its newline
-          const std::string last = std::move(t.line);
-          t.line.clear();
-          t.feed_line(last, t_end);
-        }
-        if (t.fail == ErrorKind::none && !t.event_data.empty())
-          t.dispatch(t_end);
-        if (t.fail == ErrorKind::none && !t.saw_done && !t.saw_finish)
-          t.set_fail(ErrorKind::incomplete, "stream ended without a final event or [DONE]");
       } else {
-        t.parse_whole_body(t_end);
+        try { // as in on_data: reading an answer fails the request, never the sweep
+          if (t.is_sse) {
+            if (!t.line.empty()) { // a last line without its newline
+              const std::string last = std::move(t.line);
+              t.line.clear();
+              t.feed_line(last, t_end);
+            }
+            if (t.fail == ErrorKind::none && !t.event_data.empty())
+              t.dispatch(t_end);
+            if (t.fail == ErrorKind::none && !t.saw_done && !t.saw_finish)
+              t.set_fail(ErrorKind::incomplete, "stream ended without a final event or [DONE]");
+          } else {
+            t.parse_whole_body(t_end);
+          }
+        } catch (const std::exception& e) {
+          t.set_fail(ErrorKind::malformed,
+                     std::string("the answer could not be read (") + e.what() +
+                         "): report this specbench bug with the server's answer");
+        }
       }
     }
     r.error = t.fail;
@@ -845,8 +889,10 @@ struct Client::Impl {
       r.output_tokens = streamed;
     // One chunk of slack: llama.cpp's final event can release text its parser held back (or
     // split reasoning from content) without a new token.
-    if (r.error == ErrorKind::none && r.output_tokens >= 0 && streamed > r.output_tokens + 1) {
-      // A final count below what was streamed would pass as a shorter, faster answer.
+    if (r.error == ErrorKind::none && r.output_tokens >= 0 && streamed > r.output_tokens + 1 &&
+        !t.guessed) {
+      // A final count below what was streamed would pass as a shorter, faster answer. (Not
+      // when events without a count were taken as a token each: then the guess is what is off.)
       r.error = ErrorKind::malformed;
       r.error_message = "the server streamed " + std::to_string(streamed) +
                         " tokens but reported " + std::to_string(r.output_tokens) +

@@ -280,3 +280,73 @@ TEST(ClientAnswers, AShortIdleTimeoutDoesNotFailAnAnswerThatEnded) {
   EXPECT_TRUE(r.ok) << r.error_message;
   EXPECT_EQ(r.output_tokens, 2);
 }
+
+// A finish_reason whose "type" is not a string threw inside libcurl's write callback: the
+// process aborted, the cell had no record and every later cell was lost, on resume too.
+TEST(ClientAnswers, AFinishReasonOfTheWrongTypeFailsOnlyItsRequest) {
+  for (const std::string reason : {R"({"type":5})", R"({"type":null})", "7", "[]"}) {
+    CannedHttpServer server(
+        {{CannedHttpServer::sse_head()},
+         {CannedHttpServer::event(R"({"text":"a","meta_info":{"completion_tokens":1}})")},
+         {CannedHttpServer::event(R"({"text":"b","meta_info":{"completion_tokens":2,)"
+                                  R"("finish_reason":)" +
+                                  reason + "}}")},
+         {CannedHttpServer::event("[DONE]")}});
+    const RequestRecord r = one_request(server, ApiKind::generate, 2);
+    EXPECT_EQ(r.error, ErrorKind::malformed) << reason << ": " << r.error_message;
+    EXPECT_NE(r.error_message.find("meta_info.finish_reason = " + reason), std::string::npos)
+        << r.error_message;
+  }
+}
+
+// Events that carry text but no count are a token each; a cumulative completion_tokens that
+// arrives only in the last event counts the tokens not counted yet, not all of them again (7
+// text events and a final count of 8 were 15 tokens, "more than the server reported").
+TEST(ClientAnswers, ACountOnlyInTheLastEventCountsWhatWasNotCountedYet) {
+  std::vector<Piece> script = {{CannedHttpServer::sse_head()}};
+  for (int i = 0; i < 7; ++i)
+    script.push_back({CannedHttpServer::event(R"({"text":"a","meta_info":{}})")});
+  script.push_back({CannedHttpServer::event(
+      R"({"text":"b","meta_info":{"completion_tokens":8,"finish_reason":{"type":"length"}}})")});
+  script.push_back({CannedHttpServer::event("[DONE]")});
+  CannedHttpServer server(script);
+  const RequestRecord r = one_request(server, ApiKind::generate, 8);
+  ASSERT_TRUE(r.ok) << r.error_message;
+  EXPECT_EQ(r.output_tokens, 8);
+  int streamed = 0;
+  for (int k : r.chunk_tokens)
+    streamed += k;
+  EXPECT_EQ(streamed, 8);
+  EXPECT_EQ(r.chunk_tokens.size(), 8u);
+}
+
+// output_ids holding only the newest ids, with no completion_tokens, were read as cumulative:
+// eight tokens counted as one, an ok request at an eighth of its throughput.
+TEST(ClientAnswers, IncrementalOutputIdsWithoutACountFailTheRequest) {
+  std::vector<Piece> script = {{CannedHttpServer::sse_head()}};
+  for (int i = 0; i < 8; ++i)
+    script.push_back({CannedHttpServer::event(R"({"text":"a","output_ids":[)" +
+                                              std::to_string(100 + i) + R"(],"meta_info":{}})")});
+  script.push_back({CannedHttpServer::event("[DONE]")});
+  CannedHttpServer server(script);
+  const RequestRecord r = one_request(server, ApiKind::generate, 8);
+  EXPECT_EQ(r.error, ErrorKind::malformed) << r.error_message;
+  EXPECT_NE(r.error_message.find("output_ids did not grow (1 ids after 1)"), std::string::npos)
+      << r.error_message;
+
+  // Cumulative ids, the final event repeating them all, count as they should.
+  std::vector<Piece> cumulative = {{CannedHttpServer::sse_head()}};
+  std::string ids;
+  for (int i = 0; i < 4; ++i) {
+    ids += (i ? "," : "") + std::to_string(100 + i);
+    cumulative.push_back(
+        {CannedHttpServer::event(R"({"text":"a","output_ids":[)" + ids + R"(],"meta_info":{}})")});
+  }
+  cumulative.push_back({CannedHttpServer::event(R"({"text":"","output_ids":[)" + ids +
+                                                R"(],"meta_info":{"finish_reason":"length"}})")});
+  cumulative.push_back({CannedHttpServer::event("[DONE]")});
+  CannedHttpServer honest(cumulative);
+  const RequestRecord ok = one_request(honest, ApiKind::generate, 4);
+  ASSERT_TRUE(ok.ok) << ok.error_message;
+  EXPECT_EQ(ok.output_tokens, 4);
+}
