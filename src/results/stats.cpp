@@ -107,7 +107,10 @@ CellSummary summarize_cell(const std::vector<RequestMetrics>& requests,
   for (const auto& r : requests) {
     if (!r.ok)
       continue;
-    ttft.push_back(r.ttft_s);
+    // An answer with no token (an EOS first, allowed without ignore_eos) has no time to first
+    // token: its 0 would pull the percentiles down as if a token had come at once.
+    if (r.output_tokens > 0)
+      ttft.push_back(r.ttft_s);
     e2e.push_back(r.e2e_s);
     if (r.output_tokens >= 2)
       tpot.push_back(r.tpot_s());

@@ -87,3 +87,14 @@ TEST(SummarizeRuns, ThroughputIsTokensOverRunWallTime) {
   EXPECT_DOUBLE_EQ(*cell.acceptance_length, 30.0 / 9.0);
   EXPECT_EQ(cell.acceptance_length_runs.count, 1);
 }
+
+// An ok answer of zero tokens (EOS first, without ignore_eos) has no first token: its TTFT of 0
+// used to enter the cell's TTFT figures. Its latency still counts.
+TEST(SummarizeCell, AnAnswerWithoutTokensHasNoTimeToFirstToken) {
+  const std::vector<RequestMetrics> rs = {req(0, 0, 0.0, 0.2, 1.0, 10, -1),
+                                          req(0, 1, 0.0, 0.0, 0.05, 0, -1)};
+  const auto c = summarize_cell(rs, summarize_runs(rs, 1));
+  EXPECT_EQ(c.ttft_s.count, 1);
+  EXPECT_DOUBLE_EQ(c.ttft_s.min, 0.2);
+  EXPECT_EQ(c.e2e_s.count, 2);
+}
