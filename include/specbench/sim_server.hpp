@@ -149,6 +149,9 @@ enum class SimFault {
   /// counts only the half kept: a server that truncates prompts to fit (vLLM's
   /// truncate_prompt_tokens, a --context-length below the workload's)
   truncate_prompts,
+  /// every answer ends at half its max_new_tokens with finish_reason "stop", ignore_eos or not:
+  /// a stop token the server keeps under ignore_eos (vLLM with generation_config's extra EOS ids)
+  stop_early,
 };
 /// Stable name as on the command line, e.g. "crash-after".
 const char* to_string(SimFault fault) noexcept;

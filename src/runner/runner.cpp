@@ -133,6 +133,37 @@ std::string prompt_bound_note(const std::vector<RequestMetrics>& requests, const
          std::to_string(longest);
 }
 
+// A note when ok answers under ignore_eos came back shorter than max_new_tokens: the server
+// stopped early (a stop token it keeps under ignore_eos, as vLLM does for generation_config's
+// extra EOS ids, or SGLang's context clip), so the cells compared did unequal work. "" when none.
+std::string short_answer_note(const std::vector<RunResult>& runs, const Workload& w) {
+  if (!w.ignore_eos || w.max_new_tokens <= 0)
+    return {};
+  std::map<std::string, int> by_reason;
+  int shortest = w.max_new_tokens, ok = 0, short_ones = 0;
+  for (const auto& run : runs)
+    for (const auto& q : run.records) {
+      if (!q.ok)
+        continue;
+      ++ok;
+      if (q.output_tokens < 0 || q.output_tokens >= w.max_new_tokens)
+        continue;
+      ++short_ones;
+      ++by_reason[q.finish_reason.empty() ? "none" : q.finish_reason];
+      shortest = std::min(shortest, q.output_tokens);
+    }
+  if (short_ones == 0)
+    return {};
+  std::string reasons;
+  for (const auto& [reason, n] : by_reason)
+    reasons += (reasons.empty() ? "" : ", ") + reason + " " + std::to_string(n);
+  return std::to_string(short_ones) + " of " + std::to_string(ok) +
+         " measured answers ended before max_new_tokens " + std::to_string(w.max_new_tokens) +
+         " although ignore_eos asked for exactly that many (finish_reason " + reasons +
+         "; the shortest had " + std::to_string(shortest) +
+         " tokens): the server stopped early, so its throughput is over less work than asked";
+}
+
 // The server's own figures for one measured run, from scrapes right before and right after it.
 // A side that did not answer makes the figures that need it absent, with the reason.
 // `max_tokens_per_step`: the most one verify step of the cell's method commits; counters that
@@ -885,6 +916,8 @@ CellResult SweepRun::run_cell(const Cell& c, const Phase& phase) {
         for (const auto& run : wr->runs)
           for (const auto& q : run.records)
             r.requests.push_back(to_metrics(q));
+        if (std::string note = short_answer_note(wr->runs, c.workload); !note.empty())
+          r.notes.push_back(std::move(note));
       }
       const bool warmup_broke =
           wr && (!wr->warmup.aborted.empty() || (wr->runs.empty() && !wr->aborted.empty()));

@@ -413,6 +413,7 @@ struct SimServer::Impl {
     std::string model;
     int lie = -1; // --fault lying-counts: which lie this request's final counts tell (0..5)
     int quiet_lie = -1; // --fault quiet-lies: which plausible lie this request tells (0..3)
+    std::string finish = "length"; // the finish_reason of a finished answer
   };
 
   // --fault lying-counts: the final counts of request n tell lie n % 6 (more tokens than asked, a
@@ -591,7 +592,7 @@ struct SimServer::Impl {
                  bool finished) {
     json m = {{"id", g.rid},
               {"finish_reason",
-               finished ? json{{"type", "length"}, {"length", g.max_new}} : json(nullptr)},
+               finished ? json{{"type", g.finish}, {"length", g.max_new}} : json(nullptr)},
               {"prompt_tokens", j.prompt_tokens},
               {"completion_tokens", out.size()},
               {"cached_tokens", 0},
@@ -639,7 +640,7 @@ struct SimServer::Impl {
       const std::string delta = token_text(out, from);
       json choice = {{"index", 0},
                      {"logprobs", nullptr},
-                     {"finish_reason", finished ? json("length") : json(nullptr)}};
+                     {"finish_reason", finished ? json(g.finish) : json(nullptr)}};
       if (finished)
         tell_quiet_lie(nullptr, &choice["finish_reason"], g.quiet_lie);
       if (g.api == Api::completions)
@@ -679,7 +680,7 @@ struct SimServer::Impl {
            {"output_ids", out},
            {"meta_info", meta_info(g, j, out, true)}};
     } else {
-      json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", "length"}};
+      json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", g.finish}};
       tell_quiet_lie(nullptr, &choice["finish_reason"], g.quiet_lie);
       if (g.api == Api::completions)
         choice["text"] = token_text(out);
@@ -763,6 +764,10 @@ struct SimServer::Impl {
       g.ids.erase(g.ids.begin(), g.ids.begin() + static_cast<std::ptrdiff_t>(g.ids.size() / 2));
     if (f == SimFault::lying_counts)
       g.lie = static_cast<int>((n - 1) % 6);
+    if (f == SimFault::stop_early) { // a stop token the server keeps under ignore_eos
+      g.max_new = std::max(1, g.max_new / 2);
+      g.finish = "stop";
+    }
     if (f == SimFault::quiet_lies) {
       g.quiet_lie = static_cast<int>((n - 1) % 4);
       if (g.quiet_lie == 0)

@@ -298,6 +298,8 @@ const char* to_string(SimFault fault) noexcept {
     return "broken-generation";
   case SimFault::truncate_prompts:
     return "truncate-prompts";
+  case SimFault::stop_early:
+    return "stop-early";
   }
   return "?";
 }
@@ -322,7 +324,8 @@ Expected<SimFaultSpec> parse_sim_fault(std::string_view text) {
                                  SimFault::quiet_lies,
                                  SimFault::lying_metrics,
                                  SimFault::broken_generation,
-                                 SimFault::truncate_prompts};
+                                 SimFault::truncate_prompts,
+                                 SimFault::stop_early};
   std::string_view name = text, count;
   const auto colon = text.find(':');
   if (colon != std::string_view::npos) {

@@ -427,6 +427,41 @@ TEST(Runner, StopRequestInterruptsTheCellInFlightAndKeepsFinishedOnes) {
   EXPECT_EQ(live_server_count(), 0);
 }
 
+// ignore_eos asks for exactly max_new_tokens; a server that stops early anyway (a stop token it
+// keeps) measures its throughput over less work than the other cells. The answers are honest, so
+// the cell stays ok, with a note that says how many ended early, why, and the shortest.
+TEST(Runner, AnswersShorterThanIgnoreEosAskedAreNoted) {
+  const auto dir = specbench::testing::make_temp_dir("runner-stop-early");
+  auto sweep = small_sweep(16, {4});
+  for (const char* a : {"--fault", "stop-early"})
+    sweep.server.launch.push_back(a);
+  auto o = options(dir);
+  o.only = {"tp1-autoregressive"};
+  auto out = run_sweep(sweep, expand(sweep), o);
+  ASSERT_TRUE(out) << out.status().to_string();
+  auto r = ResultStore::open(dir)->load("tp1-autoregressive");
+  ASSERT_TRUE(r) << r.status().to_string();
+  EXPECT_EQ(r->status, CellStatus::ok);
+  std::string note;
+  for (const auto& n : r->notes)
+    if (n.find("ended before max_new_tokens") != std::string::npos)
+      note = n;
+  EXPECT_EQ(note, "3 of 3 measured answers ended before max_new_tokens 16 although ignore_eos "
+                  "asked for exactly that many (finish_reason stop 3; the shortest had 8 tokens): "
+                  "the server stopped early, so its throughput is over less work than asked");
+
+  // Without ignore_eos an early stop is the model's to make: no note.
+  const auto dir2 = specbench::testing::make_temp_dir("runner-stop-early-eos");
+  sweep.workloads[0].ignore_eos = false;
+  auto o2 = options(dir2);
+  o2.only = {"tp1-autoregressive"};
+  ASSERT_TRUE(run_sweep(sweep, expand(sweep), o2));
+  auto r2 = ResultStore::open(dir2)->load("tp1-autoregressive");
+  ASSERT_TRUE(r2) << r2.status().to_string();
+  for (const auto& n : r2->notes)
+    EXPECT_EQ(n.find("ended before max_new_tokens"), std::string::npos) << n;
+}
+
 // A failed or interrupted cell runs again on resume. Its record and its server's log are what the
 // user reads to find out why (the seeds' crashes), so the new attempt must not overwrite them:
 // they go to stale/<stamp>-retried/, and the new result says where.
