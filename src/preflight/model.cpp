@@ -3,6 +3,7 @@
 // fit in the free memory of the TP group. A model kept in /dev/shm that a reboot emptied gets its
 // own diagnosis.
 #include "preflight/layers.hpp"
+#include "preflight/model_files.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -23,6 +24,10 @@ using Clock = std::chrono::steady_clock;
 using nlohmann::json;
 
 namespace {
+
+// More than any config.json or index a real model has (a 1T-parameter model's index is a few
+// MB): a bigger one is damage, and is not read into memory.
+constexpr std::uintmax_t kJsonFileCap = std::uintmax_t{64} << 20;
 
 std::string gib(double bytes) {
   char b[32];
@@ -109,16 +114,6 @@ std::string since(double s) {
 
 // Checks one .safetensors file: an 8-byte little-endian header length, a JSON header, and a file
 // exactly as long as the header's largest data offset says. Returns "" when plausible.
-// Why a file cannot be opened. Only a permission problem starts with "cannot be read" (which the
-// caller diagnoses as one): anything else is damage that "download it again" fixes.
-std::string open_failure(const std::error_code& ec) {
-  if (ec == std::errc::permission_denied || ec == std::errc::operation_not_permitted)
-    return "cannot be read: " + ec.message();
-  if (ec == std::errc::too_many_symbolic_link_levels)
-    return "a loop of symbolic links";
-  return "cannot be opened: " + ec.message();
-}
-
 std::string check_safetensors(const fs::path& p, uintmax_t& size_out) {
   std::error_code ec;
   const auto st = fs::status(p, ec);
@@ -291,17 +286,23 @@ void run_model_layer(Run& run) {
     const auto t0 = Clock::now();
     auto c = make_check("model.config", PreflightLayer::model);
     const fs::path cfg_path = fs::path(path) / "config.json";
-    std::ifstream in(cfg_path);
-    const json cfg = in ? json::parse(in, nullptr, false) : json();
-    if (!in && fs::exists(cfg_path, ec)) {
+    std::string text;
+    const std::string why = read_regular_file(cfg_path, kJsonFileCap, text);
+    const json cfg = why.empty() ? json::parse(text, nullptr, false) : json();
+    if (why.rfind("cannot be read", 0) == 0) {
       c.status = CheckStatus::fail;
-      c.summary = "config.json cannot be read: " + std::string(std::strerror(errno));
+      c.summary = file_sentence("config.json", why);
       unreadable_diagnosis(c);
-    } else if (!in || cfg.is_discarded() || !cfg.is_object()) {
+    } else if (!why.empty() || cfg.is_discarded() || !cfg.is_object()) {
       c.status = CheckStatus::fail;
-      c.summary = !in ? "config.json missing" : "config.json is not valid JSON";
-      c.diagnosis = "the model download is incomplete";
-      c.remedy = "download the model again (config.json comes with every Hugging Face model)";
+      c.summary = why.empty() ? "config.json is not valid JSON" : file_sentence("config.json", why);
+      // A folder, a pipe or a link loop in its place is not a download that stopped short.
+      const bool replaced = !why.empty() && why != "missing" && why.rfind("a dangling", 0) != 0;
+      c.diagnosis = replaced ? "something other than the model's configuration file is where "
+                               "config.json should be"
+                             : "the model download is incomplete";
+      c.remedy = std::string(replaced ? "remove what is at " + cfg_path.string() + ", then " : "") +
+                 "download the model again (config.json comes with every Hugging Face model)";
     } else {
       std::string arch = "unknown";
       if (cfg.contains("architectures") && cfg["architectures"].is_array() &&
@@ -336,19 +337,16 @@ void run_model_layer(Run& run) {
     const fs::path index = fs::path(path) / "model.safetensors.index.json";
     std::vector<std::string> shards;
     uintmax_t declared = 0;
-    if (fs::exists(index, ec)) {
-      std::ifstream in(index);
-      const json j = in ? json::parse(in, nullptr, false) : json();
+    std::string index_text;
+    const std::string index_why = read_regular_file(index, kJsonFileCap, index_text);
+    if (index_why.empty()) {
+      const json j = json::parse(index_text, nullptr, false);
       const json* total = j.is_object() && j.contains("metadata") && j["metadata"].is_object() &&
                                   j["metadata"].contains("total_size")
                               ? &j["metadata"]["total_size"]
                               : nullptr;
-      if (!in) {
-        c.status = CheckStatus::fail;
-        c.summary =
-            "model.safetensors.index.json cannot be read: " + std::string(std::strerror(errno));
-        unreadable = true;
-      } else if (j.is_discarded() || !j.contains("weight_map") || !j["weight_map"].is_object()) {
+      if (j.is_discarded() || !j.is_object() || !j.contains("weight_map") ||
+          !j["weight_map"].is_object()) {
         c.status = CheckStatus::fail;
         c.summary = "model.safetensors.index.json is not JSON or has no weight_map";
       } else if (total && !total->is_number_unsigned()) {
@@ -368,11 +366,11 @@ void run_model_layer(Run& run) {
         if (total)
           declared = total->get<uintmax_t>();
       }
-    } else if (fs::is_symlink(fs::symlink_status(index, ec))) {
-      // The Hugging Face cache links every file to a blob: the blob is gone.
+    } else if (index_why != "missing") {
+      // A dangling link (the Hugging Face cache's blob is gone), a folder, a pipe, no permission.
       c.status = CheckStatus::fail;
-      c.summary = "model.safetensors.index.json is a dangling symlink (to " +
-                  fs::read_symlink(index, ec).string() + ", which is gone)";
+      c.summary = file_sentence("model.safetensors.index.json", index_why);
+      unreadable = index_why.rfind("cannot be read", 0) == 0;
     } else if (fs::exists(fs::path(path) / "model.safetensors", ec) ||
                fs::is_symlink(fs::symlink_status(fs::path(path) / "model.safetensors", ec))) {
       shards = {"model.safetensors"};

@@ -7,7 +7,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <fstream>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -57,6 +59,38 @@ const CheckResult& check(const PreflightReport& r, const std::string& id) {
     return none;
   }
   return *c;
+}
+
+// The model checks' "id: status: summary" lines, from a preflight run in a child process that is
+// killed after `seconds`: a check that blocks (a FIFO opened for reading waits for a writer) then
+// fails the test instead of hanging it.
+std::string model_checks_in_child(const PreflightPlan& plan, unsigned seconds = 20) {
+  int fds[2];
+  if (::pipe(fds) != 0)
+    return "pipe failed";
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::close(fds[0]);
+    ::alarm(seconds);
+    const PreflightReport r = run_preflight(plan);
+    std::string text;
+    for (const auto& c : r.checks)
+      if (c.layer == PreflightLayer::model)
+        text += c.id + ": " + std::string(to_string(c.status)) + ": " + c.summary + "\n";
+    [[maybe_unused]] ssize_t w = ::write(fds[1], text.data(), text.size());
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string text;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;)
+    text.append(buf, static_cast<size_t>(n));
+  ::close(fds[0]);
+  int st = 0;
+  ::waitpid(child, &st, 0);
+  if (WIFSIGNALED(st) && WTERMSIG(st) == SIGALRM)
+    return "the preflight hung for " + std::to_string(seconds) + " s";
+  return text;
 }
 
 TEST(PreflightModel, CompleteModelPassesAndFits) {
@@ -357,6 +391,59 @@ TEST(PreflightModel, UnreadableFilesAreAPermissionProblem) {
   EXPECT_THAT(text, HasSubstr("may not read the model's files"));
   EXPECT_THAT(text, HasSubstr("chmod -R a+rX"));
   EXPECT_THAT(text, ::testing::Not(HasSubstr("download")));
+}
+
+// A FIFO where config.json or the index should be is refused without being opened: opening it
+// for reading waited for a writer, forever.
+TEST(PreflightModel, AFifoAsConfigOrIndexIsRefusedNotWaitedOn) {
+  FakeMachine m("model-fifo");
+  m.healthy(1);
+  PreflightPlan plan = m.plan(1);
+  const fs::path dir = make_model(m.root / "models/qwen", 2, 10);
+  fs::remove(dir / "config.json");
+  fs::remove(dir / "model.safetensors.index.json");
+  ASSERT_EQ(::mkfifo((dir / "config.json").c_str(), 0644), 0);
+  ASSERT_EQ(::mkfifo((dir / "model.safetensors.index.json").c_str(), 0644), 0);
+  plan.model_path = dir.string();
+  const std::string text = model_checks_in_child(plan);
+  EXPECT_THAT(text, HasSubstr("model.config: fail: config.json is a named pipe (FIFO)"));
+  EXPECT_THAT(
+      text, HasSubstr("model.weights: fail: model.safetensors.index.json is a named pipe (FIFO)"));
+}
+
+// config.json or the index being a folder, a dangling link or a link loop is a failed check that
+// says so; a folder used to throw ("basic_filebuf::underflow"), and the layer's other checks
+// vanished behind "model.unexpected".
+TEST(PreflightModel, AConfigOrIndexThatIsNoFileIsNamedForWhatItIs) {
+  FakeMachine m("model-cfg-odd");
+  m.healthy(1);
+  PreflightPlan plan = m.plan(1);
+  const fs::path dir = make_model(m.root / "models/qwen", 1, 10);
+  fs::remove(dir / "config.json");
+  fs::remove(dir / "model.safetensors.index.json");
+  fs::create_directory(dir / "config.json");
+  fs::create_directory(dir / "model.safetensors.index.json");
+  plan.model_path = dir.string();
+  PreflightReport r = run_preflight(plan);
+  EXPECT_EQ(r.find("model.unexpected"), nullptr) << r.to_table();
+  EXPECT_EQ(check(r, "model.config").status, CheckStatus::fail);
+  EXPECT_THAT(check(r, "model.config").summary, HasSubstr("config.json is a directory"));
+  EXPECT_THAT(check(r, "model.config").remedy, HasSubstr("download the model again"));
+  EXPECT_EQ(check(r, "model.weights").status, CheckStatus::fail);
+  EXPECT_THAT(check(r, "model.weights").summary,
+              HasSubstr("model.safetensors.index.json is a directory"));
+  EXPECT_EQ(check(r, "model.memory_fit").status, CheckStatus::skipped);
+
+  fs::remove(dir / "config.json");
+  fs::create_symlink("../../blobs/c0ffee", dir / "config.json");
+  r = run_preflight(plan);
+  EXPECT_THAT(check(r, "model.config").summary,
+              HasSubstr("config.json is a dangling symlink (to ../../blobs/c0ffee"));
+  fs::remove(dir / "config.json");
+  fs::create_symlink("config.json", dir / "config.json");
+  r = run_preflight(plan);
+  EXPECT_THAT(check(r, "model.config").summary,
+              HasSubstr("config.json is a loop of symbolic links"));
 }
 
 TEST(PreflightModel, NoModelPathNoModelLayer) {

@@ -1,0 +1,93 @@
+#include "preflight/model_files.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace specbench::preflight {
+namespace fs = std::filesystem;
+
+std::string open_failure(const std::error_code& ec) {
+  if (ec == std::errc::permission_denied || ec == std::errc::operation_not_permitted)
+    return "cannot be read: " + ec.message();
+  if (ec == std::errc::too_many_symbolic_link_levels)
+    return "a loop of symbolic links";
+  return "cannot be opened: " + ec.message();
+}
+
+std::string file_problem(const fs::path& p, const std::string& what) {
+  std::error_code ec;
+  const auto st = fs::status(p, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory)
+    return open_failure(ec);
+  if (!fs::exists(st)) {
+    std::error_code lec;
+    if (fs::is_symlink(fs::symlink_status(p, lec)))
+      return "a dangling symlink (to " + fs::read_symlink(p, lec).string() + ", which is gone)";
+    return "missing";
+  }
+  switch (st.type()) {
+  case fs::file_type::regular:
+    return {};
+  case fs::file_type::directory:
+    return "a directory, not a " + what;
+  case fs::file_type::fifo:
+    return "a named pipe (FIFO), not a " + what + " (reading it would wait for a writer)";
+  case fs::file_type::socket:
+    return "a socket, not a " + what;
+  case fs::file_type::block:
+  case fs::file_type::character:
+    return "a device node, not a " + what;
+  default:
+    return "not a regular file";
+  }
+}
+
+std::string read_regular_file(const fs::path& p, std::uintmax_t cap, std::string& out) {
+  out.clear();
+  if (std::string why = file_problem(p); !why.empty())
+    return why;
+  // O_NONBLOCK: should the file have become a FIFO since file_problem looked, open returns at
+  // once instead of waiting for a writer, and fstat below refuses it.
+  const int fd = ::open(p.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0)
+    return open_failure(std::error_code(errno, std::generic_category()));
+  struct stat sb {};
+  std::string why;
+  if (::fstat(fd, &sb) != 0)
+    why = open_failure(std::error_code(errno, std::generic_category()));
+  else if (!S_ISREG(sb.st_mode))
+    why = "not a regular file";
+  else if (static_cast<std::uintmax_t>(sb.st_size) > cap)
+    why = "too large (" + std::to_string(sb.st_size) + " bytes, more than the " +
+          std::to_string(cap) + " such a file can plausibly hold)";
+  else {
+    out.resize(static_cast<size_t>(sb.st_size));
+    size_t got = 0;
+    while (got < out.size()) {
+      const ssize_t n = ::read(fd, out.data() + got, out.size() - got);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0) {
+        why = "a read failed: " + std::string(std::strerror(errno));
+        break;
+      }
+      if (n == 0)
+        break; // shrank meanwhile: parse what is there
+      got += static_cast<size_t>(n);
+    }
+    out.resize(got);
+  }
+  ::close(fd);
+  if (!why.empty())
+    out.clear();
+  return why;
+}
+
+std::string file_sentence(const std::string& name, const std::string& why) {
+  return why.rfind("cannot", 0) == 0 ? name + " " + why : name + " is " + why;
+}
+
+} // namespace specbench::preflight

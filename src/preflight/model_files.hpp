@@ -1,0 +1,30 @@
+#pragma once
+// Reading the files of a model folder safely: only regular files are opened (a FIFO named
+// config.json would block the preflight forever), and every failure is a sentence for a check's
+// summary instead of an exception.
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <system_error>
+
+namespace specbench::preflight {
+
+/// Why a file cannot be opened. Only a permission problem starts with "cannot be read" (which
+/// callers diagnose as one): anything else is damage that "download it again" fixes.
+std::string open_failure(const std::error_code& ec);
+
+/// Why `p` is not a regular file one could read ("" = it is; symbolic links followed):
+/// "missing", "a dangling symlink (to T, which is gone)", "a loop of symbolic links",
+/// "a directory, not a <what>", "a named pipe (FIFO), not a <what>", ... Never opens `p`.
+std::string file_problem(const std::filesystem::path& p, const std::string& what = "file");
+
+/// Reads the regular file `p` whole into `out` when it holds at most `cap` bytes. Returns "" or
+/// why not (file_problem's answers, "cannot be read: ..." for permissions, "too large ...").
+/// The file is opened non-blocking and checked again after opening, so a FIFO put in its place
+/// meanwhile is refused rather than waited on.
+std::string read_regular_file(const std::filesystem::path& p, std::uintmax_t cap, std::string& out);
+
+/// "<name> is <why>" or "<name> cannot be read: ..." for a check's summary.
+std::string file_sentence(const std::string& name, const std::string& why);
+
+} // namespace specbench::preflight
