@@ -115,20 +115,16 @@ std::string since(double s) {
 // Checks one .safetensors file: an 8-byte little-endian header length, a JSON header, and a file
 // exactly as long as the header's largest data offset says. Returns "" when plausible.
 std::string check_safetensors(const fs::path& p, uintmax_t& size_out) {
+  // A pipe or device is refused unopened; its "size" is not one.
+  if (std::string why = file_problem(p, "weight file"); !why.empty())
+    return why;
   std::error_code ec;
-  const auto st = fs::status(p, ec);
-  if (ec && ec != std::errc::no_such_file_or_directory)
-    return open_failure(ec);
-  if (!fs::exists(st)) {
-    if (fs::is_symlink(fs::symlink_status(p, ec)))
-      return "dangling symlink (its blob is gone)";
-    return "missing";
-  }
-  if (fs::is_directory(st))
-    return "a directory, not a weight file";
-  size_out = fs::file_size(p, ec);
+  // Counted only once known: file_size answers (uintmax_t)-1 on failure, which was added to
+  // bytes_on_disk.
+  const uintmax_t size = fs::file_size(p, ec);
   if (ec)
     return open_failure(ec);
+  size_out = size;
   if (::access(p.c_str(), R_OK) != 0)
     return open_failure(std::error_code(errno, std::generic_category()));
   std::ifstream in(p, std::ios::binary);

@@ -446,6 +446,28 @@ TEST(PreflightModel, AConfigOrIndexThatIsNoFileIsNamedForWhatItIs) {
               HasSubstr("config.json is a loop of symbolic links"));
 }
 
+// A shard whose size cannot be known (a FIFO) is named, and adds nothing to bytes_on_disk: the
+// failed fs::file_size's (uintmax_t)-1 was added, 18446744073709551615 bytes.
+TEST(PreflightModel, AShardThatIsAPipeIsNamedAndNotCounted) {
+  FakeMachine m("model-fifo-shard");
+  m.healthy(1);
+  PreflightPlan plan = m.plan(1);
+  const fs::path dir = make_model(m.root / "models/qwen", 2, 10);
+  const auto first = fs::file_size(dir / "model-00001-of-00002.safetensors");
+  fs::remove(dir / "model-00002-of-00002.safetensors");
+  ASSERT_EQ(::mkfifo((dir / "model-00002-of-00002.safetensors").c_str(), 0644), 0);
+  plan.model_path = dir.string();
+  const PreflightReport r = run_preflight(plan);
+  const CheckResult& w = check(r, "model.weights");
+  EXPECT_EQ(w.status, CheckStatus::fail);
+  EXPECT_THAT(w.summary, HasSubstr("model-00002-of-00002.safetensors: a named pipe (FIFO)"));
+  std::string bytes;
+  for (const auto& [k, v] : w.facts)
+    if (k == "bytes_on_disk")
+      bytes = v;
+  EXPECT_EQ(bytes, std::to_string(first));
+}
+
 TEST(PreflightModel, NoModelPathNoModelLayer) {
   FakeMachine m("model-none");
   m.healthy(1);
