@@ -152,6 +152,10 @@ enum class SimFault {
   /// every answer ends at half its max_new_tokens with finish_reason "stop", ignore_eos or not:
   /// a stop token the server keeps under ignore_eos (vLLM with generation_config's extra EOS ids)
   stop_early,
+  /// /health answers 200 but every generation endpoint answers 404 Not Found: a server that does
+  /// not serve the sweep's server.api (SGLang's /generate asked of vLLM), or a model name it does
+  /// not serve
+  no_generation,
 };
 /// Stable name as on the command line, e.g. "crash-after".
 const char* to_string(SimFault fault) noexcept;

@@ -607,6 +607,7 @@ Readiness ServerProcess::wait_ready(const ReadinessOptions& options,
   };
   const std::string base = base_url();
   bool health_ok_seen = false;
+  int not_found_in_a_row = 0; // generation probes answered 404 while /health answered 200
   for (;;) {
     if (cancel && cancel->load())
       return finish(ReadinessOutcome::cancelled, "cancelled");
@@ -654,6 +655,25 @@ Readiness ServerProcess::wait_ready(const ReadinessOptions& options,
           g.status ? std::string("one-token generation answered HTTP ") + std::to_string(g.status) +
                          ": " + detail::to_valid_utf8(std::string_view(g.body).substr(0, 200))
                    : std::string("one-token generation: ") + g.error;
+      // A live server whose generation endpoint does not exist (server.api generate against
+      // vLLM) or that does not serve the model name asked for (vLLM's 404) will not change its
+      // mind: three in a row end the wait, instead of the whole readiness timeout per cell.
+      not_found_in_a_row = g.status == 404 ? not_found_in_a_row + 1 : 0;
+      if (not_found_in_a_row >= 3)
+        return finish(ReadinessOutcome::probe_failed,
+                      options.health_path + " answers 200 but POST " + probe_path(options.api) +
+                          " answered HTTP 404 three times in a row (" +
+                          detail::to_valid_utf8(std::string_view(g.body).substr(0, 200)) +
+                          "): the server does not serve this API" +
+                          (options.api == ApiKind::generate
+                               ? std::string()
+                               : " or the model name \"" + options.model + "\"") +
+                          ". Check server.api (generate is SGLang's own API; vLLM, llama.cpp "
+                          "and other OpenAI-compatible servers serve completions or chat), "
+                          "server.backend" +
+                          (options.api == ApiKind::generate
+                               ? std::string()
+                               : ", and model.name (the name the server serves)"));
       // A server error that names a fatal condition (a CUDA error, NCCL) will not go away by
       // waiting: say so now instead of after the whole readiness timeout.
       if (g.status >= 500)

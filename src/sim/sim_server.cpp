@@ -746,6 +746,8 @@ struct SimServer::Impl {
     if (f == SimFault::broken_generation)
       return send_error(c, 500, "CUDA error: an illegal memory access was encountered",
                         "InternalServerError");
+    if (f == SimFault::no_generation) // an API this server does not serve (FastAPI's 404)
+      return send_json(c, 404, {{"detail", "Not Found"}, {"synthetic_model", true}});
     if (f == SimFault::hang_after && n > opt.fault.after) {
       if (!hung.exchange(true))
         log_line("simulated hang (--fault hang-after): no more answers");

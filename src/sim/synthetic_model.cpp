@@ -300,6 +300,8 @@ const char* to_string(SimFault fault) noexcept {
     return "truncate-prompts";
   case SimFault::stop_early:
     return "stop-early";
+  case SimFault::no_generation:
+    return "no-generation";
   }
   return "?";
 }
@@ -325,7 +327,8 @@ Expected<SimFaultSpec> parse_sim_fault(std::string_view text) {
                                  SimFault::lying_metrics,
                                  SimFault::broken_generation,
                                  SimFault::truncate_prompts,
-                                 SimFault::stop_early};
+                                 SimFault::stop_early,
+                                 SimFault::no_generation};
   std::string_view name = text, count;
   const auto colon = text.find(':');
   if (colon != std::string_view::npos) {

@@ -258,6 +258,26 @@ TEST(Readiness, AGenerationErrorNamingAFatalConditionEndsTheWaitAtOnce) {
   EXPECT_NE(r.reason.find("answered HTTP 500 naming a fatal error"), std::string::npos) << r.reason;
 }
 
+// /health 200 and every generation probe 404: the API is not this server's (server.api generate
+// against vLLM) or the model name is not one it serves. Waiting cannot help; the audit's cell
+// waited out the whole readiness timeout (600 s by default, per cell) with no fix named.
+TEST(Readiness, AGenerationEndpointThatIsNotThereEndsTheWaitWithTheFix) {
+  ServerProcess p;
+  ASSERT_TRUE(p.start(sim_launch("no-generation", {"--fault", "no-generation"})).is_ok());
+  for (const ApiKind api : {ApiKind::generate, ApiKind::chat}) {
+    ReadinessOptions ro = quick_ready(20);
+    ro.api = api;
+    ro.model = "served-name";
+    const Readiness r = p.wait_ready(ro);
+    EXPECT_EQ(r.outcome, ReadinessOutcome::probe_failed) << r.reason;
+    EXPECT_LT(r.waited_s, 5);
+    EXPECT_NE(r.reason.find("answered HTTP 404 three times in a row"), std::string::npos)
+        << r.reason;
+    EXPECT_NE(r.reason.find("Check server.api"), std::string::npos) << r.reason;
+    EXPECT_EQ(r.reason.find("served-name") != std::string::npos, api == ApiKind::chat) << r.reason;
+  }
+}
+
 TEST(Readiness, AModelNameWithAQuoteOrABackslashStillMakesAValidProbe) {
   // The OpenAI probes carry the model name; pasted into the body unescaped, it made invalid JSON,
   // every probe got HTTP 400, and the cell waited out the whole readiness timeout.
