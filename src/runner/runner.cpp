@@ -219,8 +219,15 @@ ServerSideFigures server_side_of(const ServerSnapshot& before, const ServerSnaps
     else
       f.draft_acceptance_rate = d.draft_acceptance_rate;
   }
-  if (d.sglang_avg_spec_accept_length_after >= 0)
-    f.sglang_avg_spec_accept_length_after = d.sglang_avg_spec_accept_length_after;
+  if (const double avg = d.sglang_avg_spec_accept_length_after; avg >= 0) {
+    // The same bound as the counters: a step commits 1 to max_tokens_per_step tokens.
+    if (!std::isfinite(avg) || avg < 1 || avg > max_tokens_per_step + 1e-9)
+      f.notes.push_back("SGLang's avg_spec_accept_length is " + number(avg) + ", outside 1.." +
+                        std::to_string(max_tokens_per_step) +
+                        ", what a step of this method commits: left out");
+    else
+      f.sglang_avg_spec_accept_length_after = avg;
+  }
   return f;
 }
 

@@ -318,7 +318,9 @@ struct SimServer::Impl {
         {"memory_usage", {{"weight", 0}, {"kvcache", 0}, {"token_capacity", 0}, {"graph", 0}}},
         {"synthetic_model", true}};
     if (speculative() && total_forward_ct > 0)
-      st["avg_spec_accept_length"] = static_cast<double>(total_accept_tokens) / total_forward_ct;
+      st["avg_spec_accept_length"] =
+          static_cast<double>(total_accept_tokens) / total_forward_ct +
+          (opt.fault.kind == SimFault::lying_metrics ? 100.0 : 0.0); // lying-metrics lies here too
     json info = {
         {"model_path", opt.model_path},
         {"served_model_name", opt.model_path},

@@ -613,7 +613,7 @@ TEST(Runner, AServerWithoutMetricsLeavesTheFiguresAbsentWithTheReason) {
 TEST(Runner, ServerCountersBeyondWhatTheMethodCanCommitAreLeftOut) {
   const auto dir = specbench::testing::make_temp_dir("runner-lying-metrics");
   auto sweep = small_sweep(24, {4});
-  for (const char* a : {"--fault", "lying-metrics"})
+  for (const char* a : {"--fault", "lying-metrics", "--decode-log-interval", "1"})
     sweep.server.launch.push_back(a);
   auto o = options(dir);
   o.only = {"tp1-ddtree-b4"};
@@ -639,6 +639,15 @@ TEST(Runner, ServerCountersBeyondWhatTheMethodCanCommitAreLeftOut) {
   }
   EXPECT_TRUE(told_length);
   EXPECT_TRUE(told_rate);
+  // SGLang's own average (from /server_info) gets the same bound: the report printed 7.50 for an
+  // autoregressive cell, and a 300-digit number for 1e300.
+  EXPECT_FALSE(s.sglang_avg_spec_accept_length_after);
+  bool told_avg = false;
+  for (const auto& n : s.notes)
+    told_avg |=
+        n.find("SGLang's avg_spec_accept_length is 10") == 0 &&
+        n.find(", outside 1..5, what a step of this method commits: left out") != std::string::npos;
+  EXPECT_TRUE(told_avg);
   ASSERT_TRUE(r->runs[0].acceptance_length); // the client's own figure stands
   EXPECT_LE(*r->runs[0].acceptance_length, 5.0);
   // The report says why the server-side column is empty: not "no counters".
