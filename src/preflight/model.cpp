@@ -16,7 +16,9 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <tuple>
 #include <unistd.h>
+#include <vector>
 
 namespace specbench::preflight {
 namespace fs = std::filesystem;
@@ -112,8 +114,37 @@ std::string since(double s) {
   return std::to_string(static_cast<int>(s / 86400)) + " days";
 }
 
-// Checks one .safetensors file: an 8-byte little-endian header length, a JSON header, and a file
-// exactly as long as the header's largest data offset says. Returns "" when plausible.
+// The first `max` bytes of `s`, not cutting a UTF-8 character in two (a report is JSON).
+std::string cut(const std::string& s, size_t max = 80) {
+  if (s.size() <= max)
+    return s;
+  while (max > 0 && (static_cast<unsigned char>(s[max]) & 0xC0) == 0x80)
+    --max;
+  return s.substr(0, max) + "...";
+}
+
+// Bits per element of a safetensors dtype; 0 for a name the format does not have.
+unsigned dtype_bits(const std::string& d) {
+  static const std::pair<const char*, unsigned> known[] = {
+      {"BOOL", 8},    {"U8", 8},   {"I8", 8},      {"F8_E5M2", 8}, {"F8_E4M3", 8},
+      {"F8_E8M0", 8}, {"F4", 4},   {"F6_E2M3", 6}, {"F6_E3M2", 6}, {"I16", 16},
+      {"U16", 16},    {"F16", 16}, {"BF16", 16},   {"I32", 32},    {"U32", 32},
+      {"F32", 32},    {"F64", 64}, {"I64", 64},    {"U64", 64}};
+  for (const auto& [name, bits] : known)
+    if (d == name)
+      return bits;
+  return 0;
+}
+
+// The safetensors library refuses larger headers.
+constexpr uint64_t kMaxHeaderBytes = 100'000'000;
+
+// Checks one .safetensors file as the safetensors library does before a server can load it: an
+// 8-byte little-endian header length (at most 100,000,000), a JSON object header starting with
+// '{', every entry a tensor {dtype, shape, data_offsets} (or "__metadata__", strings only), the
+// tensors' byte ranges covering the data contiguously from 0, each range exactly
+// product(shape) x dtype size, and the file ending where the last tensor ends. Returns "" when
+// all holds.
 std::string check_safetensors(const fs::path& p, uintmax_t& size_out) {
   // A pipe or device is refused unopened; its "size" is not one.
   if (std::string why = file_problem(p, "weight file"); !why.empty())
@@ -129,39 +160,113 @@ std::string check_safetensors(const fs::path& p, uintmax_t& size_out) {
     return open_failure(std::error_code(errno, std::generic_category()));
   std::ifstream in(p, std::ios::binary);
   unsigned char len_bytes[8] = {};
-  if (!in.read(reinterpret_cast<char*>(len_bytes), 8))
+  if (size < 8 || !in.read(reinterpret_cast<char*>(len_bytes), 8))
     return "shorter than 8 bytes";
   uint64_t n = 0;
   for (int i = 7; i >= 0; --i)
     n = (n << 8) | len_bytes[i];
-  if (n == 0 || n > (uint64_t{100} << 20) || 8 + n > size_out)
-    return "corrupt header length";
+  if (n == 0 || n > size - 8)
+    return "corrupt header length (" + std::to_string(n) + " bytes, in a file of " +
+           std::to_string(size) + ")";
+  if (n > kMaxHeaderBytes)
+    return "corrupt header length (" + std::to_string(n) +
+           " bytes, more than the 100000000 the safetensors library accepts)";
+  // One byte first: a damaged length over anything but a header would otherwise have us read
+  // up to 100 MB of it per shard before finding out.
   std::string header(static_cast<size_t>(n), '\0');
-  if (!in.read(header.data(), static_cast<std::streamsize>(n)))
+  if (!in.read(header.data(), 1))
+    return "header cut short";
+  if (header[0] != '{')
+    return "header does not start with '{' (not a safetensors file, or damaged)";
+  if (!in.read(header.data() + 1, static_cast<std::streamsize>(n - 1)))
     return "header cut short";
   const json h = json::parse(header, nullptr, false);
   if (h.is_discarded() || !h.is_object())
     return "header is not JSON";
+  struct Tensor {
+    uint64_t begin, end;
+    unsigned __int128 bits; // product(shape) x bits per element
+    std::string name, dtype, shape;
+  };
+  std::vector<Tensor> tensors;
   uint64_t end = 0;
   for (auto& [k, v] : h.items()) {
-    if (k == "__metadata__" || !v.is_object() || !v.contains("data_offsets"))
+    const std::string name = "tensor \"" + cut(k) + "\"";
+    if (k == "__metadata__") {
+      if (!v.is_object())
+        return "corrupt header: __metadata__ is " + cut(v.dump(), 40) +
+               ", not an object of strings";
+      for (auto& [mk, mv] : v.items())
+        if (!mv.is_string())
+          return "corrupt header: __metadata__ \"" + cut(mk) + "\" is " + cut(mv.dump(), 40) +
+                 ", not a string (the safetensors library accepts strings only)";
       continue;
+    }
+    if (!v.is_object())
+      return "corrupt header: " + name + " is " + cut(v.dump(), 40) +
+             ", not an object with dtype, shape and data_offsets";
+    if (!v.contains("data_offsets"))
+      return "corrupt header: " + name + " has no data_offsets";
     // A damaged header can hold anything here; reading it as numbers regardless threw (a string)
     // or was undefined (a huge float).
     const auto& off = v["data_offsets"];
     if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() ||
         !off[1].is_number_unsigned() || off[0].get<uint64_t>() > off[1].get<uint64_t>())
-      return "corrupt header: tensor \"" + k.substr(0, 80) + "\" has data_offsets " +
-             off.dump().substr(0, 80) + ", not two whole numbers [begin, end]";
+      return "corrupt header: " + name + " has data_offsets " + cut(off.dump()) +
+             ", not two whole numbers [begin, end]";
+    const json dtype = v.value("dtype", json());
+    const unsigned bits = dtype.is_string() ? dtype_bits(dtype.get<std::string>()) : 0;
+    if (bits == 0)
+      return "corrupt header: " + name + " has dtype " + cut(dtype.dump(), 40) +
+             ", which is not a safetensors dtype (BF16, F16, F32, I64, F8_E4M3, ...)";
+    const json shape = v.value("shape", json());
+    if (!shape.is_array() || !std::all_of(shape.begin(), shape.end(),
+                                          [](const json& d) { return d.is_number_unsigned(); }))
+      return "corrupt header: " + name + " has shape " + cut(shape.dump(), 40) +
+             ", not a list of whole numbers";
+    // Saturates far above any real size (2^64 bytes = 2^67 bits), so it cannot wrap.
+    unsigned __int128 total = bits;
+    for (const json& d : shape) {
+      const uint64_t dim = d.get<uint64_t>();
+      total = dim == 0 ? 0 : std::min<unsigned __int128>(total * dim, (unsigned __int128)1 << 70);
+      if (total == 0)
+        break;
+    }
+    tensors.push_back({off[0].get<uint64_t>(), off[1].get<uint64_t>(), total, cut(k),
+                       dtype.get<std::string>(), shape.dump()});
     end = std::max<uint64_t>(end, off[1].get<uint64_t>());
   }
-  if (end > size_out)
-    return "size " + std::to_string(size_out) + " bytes, its header says the data end at byte " +
+  const uint64_t data = size - 8 - n;
+  if (end > data)
+    return "size " + std::to_string(size) + " bytes, its header says the data end at byte " +
            std::to_string(end) + " past the header (truncated or incomplete download)";
+  // The library sorts the tensors by offsets and requires each to start where the previous
+  // ended, from 0: a gap or an overlap is a header it refuses.
+  std::sort(tensors.begin(), tensors.end(), [](const Tensor& a, const Tensor& b) {
+    return std::tie(a.begin, a.end) < std::tie(b.begin, b.end);
+  });
+  uint64_t at = 0;
+  const Tensor* prev = nullptr;
+  for (const Tensor& t : tensors) {
+    if (t.begin < at)
+      return "corrupt header: tensors \"" + prev->name + "\" and \"" + t.name +
+             "\" overlap (data bytes " + std::to_string(t.begin) + " to " + std::to_string(at) +
+             ")";
+    if (t.begin > at)
+      return "corrupt header: data bytes " + std::to_string(at) + " to " + std::to_string(t.begin) +
+             " belong to no tensor (a gap before tensor \"" + t.name + "\")";
+    at = t.end;
+    prev = &t;
+  }
   const uint64_t expected = 8 + n + end;
-  if (expected != size_out)
-    return "size " + std::to_string(size_out) + " bytes, its header says " +
-           std::to_string(expected) + " (truncated or incomplete download)";
+  if (expected != size)
+    return "size " + std::to_string(size) + " bytes, its header says " + std::to_string(expected) +
+           " (truncated or incomplete download)";
+  for (const Tensor& t : tensors)
+    if (t.bits != static_cast<unsigned __int128>(t.end - t.begin) * 8)
+      return "corrupt header: tensor \"" + t.name + "\" is " + t.dtype + " " + cut(t.shape, 40) +
+             ", which does not fill its data_offsets' " + std::to_string(t.end - t.begin) +
+             " bytes";
   return {};
 }
 

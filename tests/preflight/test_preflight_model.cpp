@@ -31,6 +31,15 @@ void write_shard(const fs::path& p, size_t floats) {
   out << std::string(floats * 4, '\0');
 }
 
+// Writes a .safetensors file from a raw header and `data` bytes of zeros after it.
+void write_raw_shard(const fs::path& p, const std::string& header, size_t data) {
+  std::ofstream out(p, std::ios::binary);
+  const uint64_t n = header.size();
+  for (int i = 0; i < 8; ++i)
+    out.put(static_cast<char>((n >> (8 * i)) & 0xff));
+  out << header << std::string(data, '\0');
+}
+
 fs::path make_model(const fs::path& dir, int shards, size_t floats_per_shard) {
   fs::create_directories(dir);
   std::ofstream(dir / "config.json")
@@ -162,6 +171,103 @@ TEST(PreflightModel, ShardHeadersThatAreNotSafetensorsAreDamagedShards) {
     EXPECT_THAT(w.summary, HasSubstr(expected));
     EXPECT_EQ(r.find("model.unexpected"), nullptr) << r.to_table();
   }
+}
+
+// Headers the safetensors library refuses (so the server cannot load the shard) are damaged
+// shards; each of these passed as "headers and sizes consistent".
+TEST(PreflightModel, ShardHeadersTheSafetensorsLibraryRefusesAreDamagedShards) {
+  const auto t = [](const char* name, const char* dtype, const char* shape, int b, int e) {
+    return std::string("\"") + name + "\":{\"dtype\":\"" + dtype + "\",\"shape\":" + shape +
+           ",\"data_offsets\":[" + std::to_string(b) + "," + std::to_string(e) + "]}";
+  };
+  const struct {
+    std::string header;
+    size_t data;
+    const char* expected;
+  } cases[] = {
+      {"{" + t("a", "BF16", "[4,4]", 0, 32) + "," + t("b", "BF16", "[4,4]", 0, 32) + "}", 32,
+       "tensors \"a\" and \"b\" overlap"},
+      {"{" + t("a", "BF16", "[4,4]", 16, 48) + "}", 48,
+       "data bytes 0 to 16 belong to no tensor (a gap before tensor \"a\")"},
+      {"{" + t("a", "BF16", "[4,4]", 0, 32) + "," + t("b", "BF16", "[4,4]", 40, 72) + "}", 72,
+       "data bytes 32 to 40 belong to no tensor"},
+      {"{" + t("a", "BF17", "[4,4]", 0, 32) + "}", 32,
+       "dtype \"BF17\", which is not a safetensors"},
+      {"{" + t("a", "BF16", "[4,4000]", 0, 32) + "}", 32,
+       "\"a\" is BF16 [4,4000], which does not fill its data_offsets' 32 bytes"},
+      {"{" + t("a", "F4", "[3]", 0, 2) + "}", 2, "\"a\" is F4 [3]"}, // 12 bits in 2 bytes
+      {"{" + t("a", "BF16", "[-4,4]", 0, 32) + "}", 32, "shape [-4,4], not a list of whole"},
+      {R"({"a":{"dtype":"BF16","shape":[4,4]}})", 0, "tensor \"a\" has no data_offsets"},
+      {R"({"a":5})", 0, "tensor \"a\" is 5, not an object"},
+      {R"({"__metadata__":{"format":5},)" + t("a", "BF16", "[4,4]", 0, 32) + "}", 32,
+       "__metadata__ \"format\" is 5, not a string"},
+      {R"({"__metadata__":["pt"],)" + t("a", "BF16", "[4,4]", 0, 32) + "}", 32,
+       "__metadata__ is [\"pt\"], not an object"},
+      {" " + std::string(200, 'x'), 0, "header does not start with '{'"},
+  };
+  int i = 0;
+  for (const auto& [header, data, expected] : cases) {
+    SCOPED_TRACE(header);
+    FakeMachine m("model-refused-header-" + std::to_string(i++));
+    m.healthy(1);
+    PreflightPlan plan = m.plan(1);
+    const fs::path dir = make_model(m.root / "models/qwen", 2, 100);
+    write_raw_shard(dir / "model-00002-of-00002.safetensors", header, data);
+    // No total_size: the shard's smaller size must not be what fails it.
+    std::ofstream(dir / "model.safetensors.index.json")
+        << R"({"weight_map":{"layer0.w":"model-00001-of-00002.safetensors",)"
+        << R"("layer1.w":"model-00002-of-00002.safetensors"}})";
+    plan.model_path = dir.string();
+    const PreflightReport r = run_preflight(plan);
+    const CheckResult& w = check(r, "model.weights");
+    EXPECT_EQ(w.status, CheckStatus::fail);
+    EXPECT_THAT(w.summary, HasSubstr("1 of 2 weight shard(s) missing or damaged"));
+    EXPECT_THAT(w.summary, HasSubstr(expected));
+  }
+}
+
+// What the library accepts passes: the sub-byte and newer dtypes, zero-sized tensors, metadata,
+// and tensors listed out of offset order.
+TEST(PreflightModel, ShardHeadersTheSafetensorsLibraryAcceptsPass) {
+  FakeMachine m("model-accepted-headers");
+  m.healthy(1);
+  PreflightPlan plan = m.plan(1);
+  const fs::path dir = make_model(m.root / "models/qwen", 1, 10);
+  write_raw_shard(dir / "model-00001-of-00001.safetensors",
+                  R"({"__metadata__":{"format":"pt"},)"
+                  R"("b":{"dtype":"F4","shape":[2,3],"data_offsets":[4,7]},)"
+                  R"("a":{"dtype":"F8_E8M0","shape":[4],"data_offsets":[0,4]},)"
+                  R"("c":{"dtype":"F6_E2M3","shape":[4],"data_offsets":[7,10]},)"
+                  R"("e":{"dtype":"BF16","shape":[0,5],"data_offsets":[10,10]},)"
+                  R"("d":{"dtype":"BOOL","shape":[],"data_offsets":[10,11]}})",
+                  11);
+  std::ofstream(dir / "model.safetensors.index.json")
+      << R"({"weight_map":{"a":"model-00001-of-00001.safetensors"}})";
+  plan.model_path = dir.string();
+  const PreflightReport r = run_preflight(plan);
+  EXPECT_EQ(check(r, "model.weights").status, CheckStatus::pass)
+      << check(r, "model.weights").summary;
+}
+
+// The library's header limit is 100,000,000 bytes, not 100 MiB; the file is sparse.
+TEST(PreflightModel, AHeaderOverTheLibrarysLimitIsRefused) {
+  FakeMachine m("model-huge-header");
+  m.healthy(1);
+  PreflightPlan plan = m.plan(1);
+  const fs::path dir = make_model(m.root / "models/qwen", 1, 10);
+  const fs::path shard = dir / "model-00001-of-00001.safetensors";
+  write_raw_shard(shard, "{", 0);
+  {
+    std::fstream io(shard, std::ios::in | std::ios::out | std::ios::binary);
+    const uint64_t n = 100'000'001;
+    for (int i = 0; i < 8; ++i)
+      io.put(static_cast<char>((n >> (8 * i)) & 0xff));
+  }
+  fs::resize_file(shard, 8 + 100'000'001 + 16);
+  plan.model_path = dir.string();
+  const PreflightReport r = run_preflight(plan);
+  EXPECT_THAT(check(r, "model.weights").summary,
+              HasSubstr("more than the 100000000 the safetensors library accepts"));
 }
 
 TEST(PreflightModel, DanglingHuggingFaceSymlinksAreNamed) {
