@@ -630,13 +630,21 @@ void SweepRun::build_manifest() {
 // A hub id ("org/name") is the server's to download, so only local paths are checked. A path
 // that is absolute or relative-explicit is checked even when it is gone: a model that vanished
 // (the seeds' /dev/shm emptied by a reboot) must block the phase, not slip past the preflight.
+// Anything at the path here, a dangling link included (symlink_status, not exists: the seeds'
+// /dev/shm link), is local. Otherwise only "org/name" or a bare "name" can be a hub id: a path
+// with two or more slashes is a local folder that is gone.
 std::string model_path_to_check(const std::string& path) {
   if (path.empty())
     return {};
   std::error_code ec;
   const bool explicit_path =
       path[0] == '/' || path.rfind("./", 0) == 0 || path.rfind("../", 0) == 0 || path[0] == '~';
-  return explicit_path || fs::exists(path, ec) ? path : std::string();
+  const bool something_here =
+      fs::symlink_status(path, ec).type() != fs::file_type::not_found && !ec;
+  const auto slashes = std::count(path.begin(), path.end(), '/');
+  const bool may_be_hub_id =
+      slashes == 0 || (slashes == 1 && path.front() != '/' && path.back() != '/');
+  return explicit_path || something_here || !may_be_hub_id ? path : std::string();
 }
 
 bool SweepRun::run_preflight_for(const Phase& phase, const std::string& why) {

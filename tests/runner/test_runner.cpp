@@ -874,4 +874,30 @@ TEST(Runner, AVanishedLocalModelReachesThePreflightAndBlocksThePhase) {
   ASSERT_FALSE(checked.empty());
   EXPECT_EQ(checked.front(), "");
   EXPECT_EQ(out2->ok, 2);
+
+  // Relative paths: what is here (a dangling link too: the seeds' link into /dev/shm) or has two
+  // slashes is a local folder and is checked; only "org/name" or a bare name with nothing here
+  // can be a hub id. The audit's relative dangling link skipped the model layer entirely.
+  const std::string link = "sb-dangling-model-" + std::to_string(::getpid());
+  fs::create_symlink("/dev/shm/specbench-gone-" + std::to_string(::getpid()), link);
+  struct RemoveLink {
+    std::string path;
+    ~RemoveLink() { fs::remove(path); }
+  } remove_link{link};
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {link, link},
+      {"models/qwen/Qwen3-8B-missing", "models/qwen/Qwen3-8B-missing"},
+      {"gpt2-like-" + std::to_string(::getpid()), ""},
+      {"org/other-model", ""}};
+  for (const auto& [path, expected] : cases) {
+    const auto d = specbench::testing::make_temp_dir("runner-relative-model");
+    sweep.model.path = path;
+    checked.clear();
+    auto o3 = options(d);
+    o3.preflight_fn = o.preflight_fn;
+    o3.only = {"tp1-autoregressive"};
+    ASSERT_TRUE(run_sweep(sweep, expand(sweep), o3));
+    ASSERT_FALSE(checked.empty()) << path;
+    EXPECT_EQ(checked.front(), expected) << path;
+  }
 }
