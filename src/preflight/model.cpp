@@ -14,6 +14,7 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <tuple>
@@ -144,8 +145,9 @@ constexpr uint64_t kMaxHeaderBytes = 100'000'000;
 // '{', every entry a tensor {dtype, shape, data_offsets} (or "__metadata__", strings only), the
 // tensors' byte ranges covering the data contiguously from 0, each range exactly
 // product(shape) x dtype size, and the file ending where the last tensor ends. Returns "" when
-// all holds.
-std::string check_safetensors(const fs::path& p, uintmax_t& size_out) {
+// all holds. `names` receives the tensors' names.
+std::string check_safetensors(const fs::path& p, uintmax_t& size_out,
+                              std::set<std::string>& names) {
   // A pipe or device is refused unopened; its "size" is not one.
   if (std::string why = file_problem(p, "weight file"); !why.empty())
     return why;
@@ -232,6 +234,7 @@ std::string check_safetensors(const fs::path& p, uintmax_t& size_out) {
       if (total == 0)
         break;
     }
+    names.insert(k);
     tensors.push_back({off[0].get<uint64_t>(), off[1].get<uint64_t>(), total, cut(k),
                        dtype.get<std::string>(), shape.dump()});
     end = std::max<uint64_t>(end, off[1].get<uint64_t>());
@@ -437,6 +440,9 @@ void run_model_layer(Run& run) {
     auto c = make_check("model.weights", PreflightLayer::model);
     const fs::path index = fs::path(path) / "model.safetensors.index.json";
     std::vector<std::string> shards;
+    // The index's promise: shard -> the tensors it holds; and entries that name no file.
+    std::map<std::string, std::vector<std::string>> listed;
+    std::vector<std::string> nameless;
     uintmax_t declared = 0;
     std::string index_text;
     const std::string index_why = read_regular_file(index, kJsonFileCap, index_text);
@@ -455,11 +461,13 @@ void run_model_layer(Run& run) {
         c.summary = "model.safetensors.index.json's metadata.total_size is " +
                     total->dump().substr(0, 40) + ", not a byte count";
       } else {
-        std::set<std::string> unique;
         for (auto& [tensor, file] : j["weight_map"].items())
           if (file.is_string())
-            unique.insert(file.get<std::string>());
-        shards.assign(unique.begin(), unique.end());
+            listed[file.get<std::string>()].push_back(tensor);
+          else
+            nameless.push_back("\"" + cut(tensor) + "\": " + cut(file.dump(), 40));
+        for (const auto& [file, tensors] : listed)
+          shards.push_back(file);
         if (shards.empty()) {
           c.status = CheckStatus::fail;
           c.summary = "model.safetensors.index.json lists no weight files (empty weight_map)";
@@ -481,8 +489,13 @@ void run_model_layer(Run& run) {
     }
     std::string problems;
     int bad = 0;
+    // Tensors the index places in a shard whose header does not have them: loaders fail on them
+    // at load time.
+    std::string absent;
+    size_t absent_count = 0;
     for (const auto& s : shards) {
       uintmax_t size = 0;
+      std::set<std::string> names;
       // A server loads the shards from the model folder; a name that leaves it (absolute, or
       // through "..") is not there for the server, and is not read here.
       const fs::path name(s);
@@ -491,12 +504,16 @@ void run_model_layer(Run& run) {
           std::any_of(name.begin(), name.end(), [](const fs::path& part) { return part == ".."; });
       const std::string why = outside
                                   ? "outside the model folder (the index must name files inside it)"
-                                  : check_safetensors(fs::path(path) / s, size);
+                                  : check_safetensors(fs::path(path) / s, size, names);
       weight_bytes += size;
       if (!why.empty()) {
         unreadable |= why.rfind("cannot be read", 0) == 0;
         if (bad++ < 4)
           problems += (problems.empty() ? "" : "; ") + s + ": " + why;
+      } else if (const auto it = listed.find(s); it != listed.end()) {
+        for (const auto& tensor : it->second)
+          if (!names.count(tensor) && absent_count++ < 3)
+            absent += (absent.empty() ? "" : ", ") + ("\"" + cut(tensor) + "\" (in " + s + ")");
       }
     }
     c.facts.emplace_back("shards", std::to_string(shards.size()));
@@ -508,6 +525,18 @@ void run_model_layer(Run& run) {
         c.status = CheckStatus::fail;
         c.summary = std::to_string(bad) + " of " + std::to_string(shards.size()) +
                     " weight shard(s) missing or damaged: " + problems;
+      } else if (!nameless.empty()) {
+        c.status = CheckStatus::fail;
+        c.summary = "model.safetensors.index.json's weight_map gives " +
+                    std::to_string(nameless.size()) +
+                    " tensor(s) no file name (a string is needed), e.g. " + nameless.front();
+      } else if (absent_count > 0) {
+        c.status = CheckStatus::fail;
+        c.summary =
+            std::to_string(absent_count) +
+            " tensor(s) of model.safetensors.index.json are not in the shard it names: " + absent +
+            (absent_count > 3 ? ", ..." : "") +
+            " (the index and the shards come from different downloads or revisions)";
       } else if (declared && weight_bytes < declared) {
         c.status = CheckStatus::fail;
         c.summary = "shards hold " + gib(static_cast<double>(weight_bytes)) +

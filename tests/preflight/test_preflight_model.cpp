@@ -19,10 +19,11 @@ using testing::FakeMachine;
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 
-// Writes a valid safetensors file holding one F32 tensor of `floats` elements.
-void write_shard(const fs::path& p, size_t floats) {
-  const std::string header = "{\"w\":{\"dtype\":\"F32\",\"shape\":[" + std::to_string(floats) +
-                             "],\"data_offsets\":[0," + std::to_string(floats * 4) + "]}}";
+// Writes a valid safetensors file holding one F32 tensor of `floats` elements named `name`.
+void write_shard(const fs::path& p, size_t floats, const std::string& name = "w") {
+  const std::string header = "{\"" + name + "\":{\"dtype\":\"F32\",\"shape\":[" +
+                             std::to_string(floats) + "],\"data_offsets\":[0," +
+                             std::to_string(floats * 4) + "]}}";
   std::ofstream out(p, std::ios::binary);
   const uint64_t n = header.size();
   for (int i = 0; i < 8; ++i)
@@ -50,7 +51,7 @@ fs::path make_model(const fs::path& dir, int shards, size_t floats_per_shard) {
   for (int s = 0; s < shards; ++s) {
     const std::string name =
         "model-0000" + std::to_string(s + 1) + "-of-0000" + std::to_string(shards) + ".safetensors";
-    write_shard(dir / name, floats_per_shard);
+    write_shard(dir / name, floats_per_shard, "layer" + std::to_string(s) + ".w");
     total += floats_per_shard * 4;
     map += std::string(map.empty() ? "" : ",") + "\"layer" + std::to_string(s) + ".w\":\"" + name +
            "\"";
@@ -328,6 +329,46 @@ TEST(PreflightModel, AnIndexThatListsNothingOrACountThatIsNotOneFails) {
   r = run_preflight(plan);
   EXPECT_EQ(check(r, "model.weights").status, CheckStatus::fail);
   EXPECT_THAT(check(r, "model.weights").summary, HasSubstr("not a byte count"));
+}
+
+// The index promises where each tensor is; a tensor its shard does not hold fails at load time,
+// so it fails here (a few named), as does an entry that names no file.
+TEST(PreflightModel, AnIndexPlacingATensorInAShardWithoutItFails) {
+  FakeMachine m("model-index-tensors");
+  m.healthy(1);
+  PreflightPlan plan = m.plan(1);
+  const fs::path dir = make_model(m.root / "models/qwen", 2, 10);
+  const std::string s1 = "model-00001-of-00002.safetensors",
+                    s2 = "model-00002-of-00002.safetensors";
+  std::ofstream(dir / "model.safetensors.index.json")
+      << R"({"metadata":{"total_size":80},"weight_map":{"layer0.w":")" << s1 << R"(","layer1.w":")"
+      << s2 << R"(","lm_head.weight":")" << s2 << R"("}})";
+  plan.model_path = dir.string();
+  PreflightReport r = run_preflight(plan);
+  EXPECT_EQ(check(r, "model.weights").status, CheckStatus::fail);
+  EXPECT_THAT(check(r, "model.weights").summary,
+              HasSubstr("1 tensor(s) of model.safetensors.index.json are not in the shard it "
+                        "names: \"lm_head.weight\" (in " +
+                        s2 + ")"));
+
+  std::string map;
+  for (int i = 0; i < 6; ++i)
+    map += ",\"extra" + std::to_string(i) + "\":\"" + s1 + "\"";
+  std::ofstream(dir / "model.safetensors.index.json")
+      << R"({"weight_map":{"layer0.w":")" << s1 << R"(","layer1.w":")" << s2 << "\"" << map << "}}";
+  r = run_preflight(plan);
+  EXPECT_THAT(check(r, "model.weights").summary, HasSubstr("6 tensor(s)"));
+  EXPECT_THAT(check(r, "model.weights").summary, HasSubstr("\"extra2\" (in " + s1 + "), ..."));
+  EXPECT_THAT(check(r, "model.weights").summary, ::testing::Not(HasSubstr("extra3")));
+
+  std::ofstream(dir / "model.safetensors.index.json")
+      << R"({"weight_map":{"layer0.w":")" << s1 << R"(","layer1.w":")" << s2
+      << R"(","layer2.w":5}})";
+  r = run_preflight(plan);
+  EXPECT_EQ(check(r, "model.weights").status, CheckStatus::fail);
+  EXPECT_THAT(check(r, "model.weights").summary,
+              HasSubstr("weight_map gives 1 tensor(s) no file name (a string is needed), e.g. "
+                        "\"layer2.w\": 5"));
 }
 
 TEST(PreflightModel, AFileOrALinkLoopIsNamedForWhatItIs) {
