@@ -273,6 +273,23 @@ std::string check_safetensors(const fs::path& p, uintmax_t& size_out,
   return {};
 }
 
+// Checks one PyTorch .bin weight file (a pickle, not parsed here): a regular, readable, non-empty
+// file. Returns "" when so.
+std::string check_pickle(const fs::path& p, uintmax_t& size_out) {
+  if (std::string why = file_problem(p, "weight file"); !why.empty())
+    return why;
+  std::error_code ec;
+  const uintmax_t size = fs::file_size(p, ec);
+  if (ec)
+    return open_failure(ec);
+  size_out = size;
+  if (::access(p.c_str(), R_OK) != 0)
+    return open_failure(std::error_code(errno, std::generic_category()));
+  if (size == 0)
+    return "empty (0 bytes)";
+  return {};
+}
+
 } // namespace
 
 void run_model_layer(Run& run) {
@@ -438,16 +455,31 @@ void run_model_layer(Run& run) {
   { // safetensors
     const auto t0 = Clock::now();
     auto c = make_check("model.weights", PreflightLayer::model);
-    const fs::path index = fs::path(path) / "model.safetensors.index.json";
     std::vector<std::string> shards;
     // The index's promise: shard -> the tensors it holds; and entries that name no file.
     std::map<std::string, std::vector<std::string>> listed;
     std::vector<std::string> nameless;
     uintmax_t declared = 0;
-    std::string index_text;
-    const std::string index_why = read_regular_file(index, kJsonFileCap, index_text);
-    if (index_why.empty()) {
-      const json j = json::parse(index_text, nullptr, false);
+    // PyTorch .bin weights are pickles, which are not parsed here: only their presence, sizes
+    // and index are checked.
+    bool pickles = false;
+    std::string found_as; // how the weight files were found, for the summary
+    // Reads an index (model.safetensors.index.json or pytorch_model.bin.index.json) into
+    // shards, listed, nameless and declared. False when there is none.
+    const auto read_index = [&](const std::string& index_name) {
+      std::string text;
+      const std::string why = read_regular_file(fs::path(path) / index_name, kJsonFileCap, text);
+      if (why == "missing")
+        return false;
+      if (!why.empty()) {
+        // A dangling link (the Hugging Face cache's blob is gone), a folder, a pipe, no
+        // permission.
+        c.status = CheckStatus::fail;
+        c.summary = file_sentence(index_name, why);
+        unreadable = why.rfind("cannot be read", 0) == 0;
+        return true;
+      }
+      const json j = json::parse(text, nullptr, false);
       const json* total = j.is_object() && j.contains("metadata") && j["metadata"].is_object() &&
                                   j["metadata"].contains("total_size")
                               ? &j["metadata"]["total_size"]
@@ -455,11 +487,11 @@ void run_model_layer(Run& run) {
       if (j.is_discarded() || !j.is_object() || !j.contains("weight_map") ||
           !j["weight_map"].is_object()) {
         c.status = CheckStatus::fail;
-        c.summary = "model.safetensors.index.json is not JSON or has no weight_map";
+        c.summary = index_name + " is not JSON or has no weight_map";
       } else if (total && !total->is_number_unsigned()) {
         c.status = CheckStatus::fail;
-        c.summary = "model.safetensors.index.json's metadata.total_size is " +
-                    total->dump().substr(0, 40) + ", not a byte count";
+        c.summary = index_name + "'s metadata.total_size is " + cut(total->dump(), 40) +
+                    ", not a byte count";
       } else {
         for (auto& [tensor, file] : j["weight_map"].items())
           if (file.is_string())
@@ -470,23 +502,42 @@ void run_model_layer(Run& run) {
           shards.push_back(file);
         if (shards.empty()) {
           c.status = CheckStatus::fail;
-          c.summary = "model.safetensors.index.json lists no weight files (empty weight_map)";
+          c.summary = index_name + " lists no weight files (empty weight_map)";
         }
         if (total)
           declared = total->get<uintmax_t>();
       }
-    } else if (index_why != "missing") {
-      // A dangling link (the Hugging Face cache's blob is gone), a folder, a pipe, no permission.
-      c.status = CheckStatus::fail;
-      c.summary = file_sentence("model.safetensors.index.json", index_why);
-      unreadable = index_why.rfind("cannot be read", 0) == 0;
-    } else if (fs::exists(fs::path(path) / "model.safetensors", ec) ||
-               fs::is_symlink(fs::symlink_status(fs::path(path) / "model.safetensors", ec))) {
+      return true;
+    };
+    const auto present = [&](const std::string& name) {
+      const fs::path p = fs::path(path) / name;
+      return fs::exists(p, ec) || fs::is_symlink(fs::symlink_status(p, ec));
+    };
+    // Every *.safetensors of the folder: what servers load when there is no index (a lone
+    // model-00001-of-00001.safetensors, say).
+    std::vector<std::string> loose;
+    for (const auto& e : fs::directory_iterator(path, ec))
+      if (e.path().extension() == ".safetensors")
+        loose.push_back(e.path().filename().string());
+    std::sort(loose.begin(), loose.end());
+    if (read_index("model.safetensors.index.json")) {
+    } else if (present("model.safetensors")) {
       shards = {"model.safetensors"};
+    } else if (!loose.empty()) {
+      shards = loose;
+      found_as = " (no index: every .safetensors file of the folder, as servers load them)";
+    } else if (read_index("pytorch_model.bin.index.json")) {
+      pickles = true;
+    } else if (present("pytorch_model.bin")) {
+      shards = {"pytorch_model.bin"};
+      pickles = true;
     } else {
       c.status = CheckStatus::fail;
-      c.summary = "no model.safetensors or model.safetensors.index.json";
+      c.summary = "no weights: no model.safetensors, model.safetensors.index.json, other "
+                  ".safetensors files, pytorch_model.bin or pytorch_model.bin.index.json";
     }
+    if (pickles)
+      found_as = " (PyTorch .bin: presence and sizes checked, the pickles not read)";
     std::string problems;
     int bad = 0;
     // Tensors the index places in a shard whose header does not have them: loaders fail on them
@@ -504,13 +555,14 @@ void run_model_layer(Run& run) {
           std::any_of(name.begin(), name.end(), [](const fs::path& part) { return part == ".."; });
       const std::string why = outside
                                   ? "outside the model folder (the index must name files inside it)"
-                                  : check_safetensors(fs::path(path) / s, size, names);
+                              : pickles ? check_pickle(fs::path(path) / s, size)
+                                        : check_safetensors(fs::path(path) / s, size, names);
       weight_bytes += size;
       if (!why.empty()) {
         unreadable |= why.rfind("cannot be read", 0) == 0;
         if (bad++ < 4)
           problems += (problems.empty() ? "" : "; ") + s + ": " + why;
-      } else if (const auto it = listed.find(s); it != listed.end()) {
+      } else if (const auto it = listed.find(s); !pickles && it != listed.end()) {
         for (const auto& tensor : it->second)
           if (!names.count(tensor) && absent_count++ < 3)
             absent += (absent.empty() ? "" : ", ") + ("\"" + cut(tensor) + "\" (in " + s + ")");
@@ -543,8 +595,9 @@ void run_model_layer(Run& run) {
                     " but the index declares " + gib(static_cast<double>(declared));
       } else {
         weights_ok = true;
-        c.summary = std::to_string(shards.size()) + " shard(s), " +
-                    gib(static_cast<double>(weight_bytes)) + ", headers and sizes consistent";
+        c.summary =
+            std::to_string(shards.size()) + " shard(s), " + gib(static_cast<double>(weight_bytes)) +
+            (pickles ? ", present and not empty" : ", headers and sizes consistent") + found_as;
       }
     }
     if (c.status == CheckStatus::fail) {

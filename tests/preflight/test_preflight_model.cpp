@@ -371,6 +371,56 @@ TEST(PreflightModel, AnIndexPlacingATensorInAShardWithoutItFails) {
                         "\"layer2.w\": 5"));
 }
 
+// Weights servers load besides model.safetensors(.index.json): PyTorch .bin files (one, or
+// sharded with pytorch_model.bin.index.json; pickles, so only presence and sizes are checked)
+// and .safetensors files without an index (every one in the folder is loaded).
+TEST(PreflightModel, PytorchBinWeightsAndShardsWithoutAnIndexAreWeights) {
+  FakeMachine m("model-other-weights");
+  m.healthy(1);
+  PreflightPlan plan = m.plan(1);
+  const fs::path dir = make_model(m.root / "models/qwen", 1, 10);
+  fs::remove(dir / "model.safetensors.index.json");
+  plan.model_path = dir.string();
+  PreflightReport r = run_preflight(plan);
+  EXPECT_EQ(check(r, "model.weights").status, CheckStatus::pass)
+      << check(r, "model.weights").summary;
+  EXPECT_THAT(check(r, "model.weights").summary, HasSubstr("no index"));
+  EXPECT_EQ(check(r, "model.memory_fit").status, CheckStatus::pass);
+  write_raw_shard(dir / "model-00001-of-00001.safetensors", "{}x", 0); // damaged
+  r = run_preflight(plan);
+  EXPECT_EQ(check(r, "model.weights").status, CheckStatus::fail);
+
+  fs::remove(dir / "model-00001-of-00001.safetensors");
+  std::ofstream(dir / "pytorch_model.bin") << std::string(100, 'p');
+  r = run_preflight(plan);
+  EXPECT_EQ(check(r, "model.weights").status, CheckStatus::pass)
+      << check(r, "model.weights").summary;
+  EXPECT_THAT(check(r, "model.weights").summary, HasSubstr("the pickles not read"));
+
+  fs::remove(dir / "pytorch_model.bin");
+  const std::string b1 = "pytorch_model-00001-of-00002.bin",
+                    b2 = "pytorch_model-00002-of-00002.bin";
+  std::ofstream(dir / b1) << std::string(100, 'p');
+  std::ofstream(dir / b2) << std::string(100, 'p');
+  std::ofstream(dir / "pytorch_model.bin.index.json")
+      << R"({"metadata":{"total_size":180},"weight_map":{"a":")" << b1 << R"(","b":")" << b2
+      << R"("}})";
+  r = run_preflight(plan);
+  EXPECT_EQ(check(r, "model.weights").status, CheckStatus::pass)
+      << check(r, "model.weights").summary;
+  EXPECT_THAT(check(r, "model.weights").summary, HasSubstr("2 shard(s)"));
+  fs::remove(dir / b2);
+  r = run_preflight(plan);
+  EXPECT_EQ(check(r, "model.weights").status, CheckStatus::fail);
+  EXPECT_THAT(check(r, "model.weights").summary, HasSubstr(b2 + ": missing"));
+
+  fs::remove(dir / b1);
+  fs::remove(dir / "pytorch_model.bin.index.json");
+  r = run_preflight(plan);
+  EXPECT_EQ(check(r, "model.weights").status, CheckStatus::fail);
+  EXPECT_THAT(check(r, "model.weights").summary, HasSubstr("no weights"));
+}
+
 TEST(PreflightModel, AFileOrALinkLoopIsNamedForWhatItIs) {
   FakeMachine m("model-odd-paths");
   m.healthy(1);
