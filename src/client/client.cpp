@@ -329,6 +329,8 @@ struct Transfer {
   bool first_line = true;   // the stream's first line, which may start with a byte-order mark
   bool after_cr = false;    // the last read ended with '\r': a '\n' first in the next one goes
   Clock::time_point t_done; // when [DONE] arrived: the answer is complete there
+  std::string content_encoding, location; // of the response, for the error messages
+  bool declared_length = false;           // the response gave a Content-Length
   ErrorKind fail = ErrorKind::none;
   std::string fail_msg;
   char errbuf[CURL_ERROR_SIZE] = {0};
@@ -623,7 +625,14 @@ struct Transfer {
     }
     json j = json::parse(body, nullptr, false);
     if (j.is_discarded()) {
-      set_fail(ErrorKind::malformed, "response body is not valid JSON: " + excerpt(body, 120));
+      const size_t first = body.find_first_not_of(" \t\r\n");
+      const bool sse_body = body.compare(first, 5, "data:") == 0;
+      set_fail(ErrorKind::malformed,
+               sse_body ? "the body is a stream of SSE events, but its Content-Type is not "
+                          "text/event-stream (a proxy that rewrites it, or a server that does not "
+                          "set it): " +
+                              excerpt(body, 120)
+                        : "response body is not valid JSON: " + excerpt(body, 120));
       rec.body_excerpt = excerpt(body, opt->body_excerpt_bytes);
       return;
     }
@@ -643,13 +652,28 @@ size_t on_header(char* p, size_t size, size_t n, void* user) {
   std::string_view h(p, len);
   if (t->rec.bytes > 0)
     return len; // a trailer after a chunked body: it describes nothing the body already was
-  if (h.size() > 13 && (h[0] == 'c' || h[0] == 'C')) {
-    const std::string l = lower(std::string(h));
-    if (starts_with(l, "content-type:"))
-      t->is_sse = l.find("text/event-stream") != std::string::npos;
-  } else if (starts_with(h, "HTTP/")) {
+  if (starts_with(h, "HTTP/")) {
     t->is_sse = false; // a new response (e.g. after a redirect or 100): reset
+    t->content_encoding.clear();
+    t->location.clear();
+    t->declared_length = false;
+    return len;
   }
+  const std::string l = lower(std::string(h.substr(0, std::min<size_t>(h.size(), 2048))));
+  const auto value = [&](size_t name_len) {
+    std::string v = std::string(h.substr(name_len, std::min<size_t>(h.size(), 2048) - name_len));
+    while (!v.empty() && std::isspace(static_cast<unsigned char>(v.back())))
+      v.pop_back();
+    return excerpt(v.substr(std::min(v.find_first_not_of(" \t"), v.size())), 200);
+  };
+  if (starts_with(l, "content-type:"))
+    t->is_sse = l.find("text/event-stream") != std::string::npos;
+  else if (starts_with(l, "content-encoding:"))
+    t->content_encoding = value(17);
+  else if (starts_with(l, "location:"))
+    t->location = value(9);
+  else if (starts_with(l, "content-length:"))
+    t->declared_length = true;
   return len;
 }
 
@@ -666,6 +690,15 @@ size_t on_data(char* p, size_t size, size_t n, void* user) {
   }
   long status = 0;
   curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
+  if (status >= 200 && status < 300 && !t->content_encoding.empty() &&
+      lower(t->content_encoding) != "identity") {
+    // Nothing asked for compression; a body in it is bytes no count or event can be read from.
+    t->set_fail(ErrorKind::malformed,
+                "the answer is compressed (Content-Encoding: " + t->content_encoding +
+                    "), which specbench neither asks for nor decodes: turn compression off at "
+                    "the server or the proxy in front of it");
+    return 0;
+  }
   if (status < 200 || status >= 300 || !t->is_sse) {
     t->t_last_byte = now; // not a stream: every byte is progress
     t->bytes_counter->fetch_add(len, std::memory_order_relaxed);
@@ -836,8 +869,13 @@ struct Client::Impl {
     RequestRecord& r = t.rec;
     if (r.http_status == 0)
       r.http_status = static_cast<int>(status);
+    // After [DONE] the answer is whole: a connection the server then resets or closes without
+    // ending its chunked body costs nothing measured (the audit's done-then-RST lost answers).
+    // A Content-Length the body did not reach is a framing lie, though, and stays an error.
+    const bool complete_answer =
+        t.is_sse && t.saw_done && !t.declared_length && rc != CURLE_OPERATION_TIMEDOUT;
     if (t.fail == ErrorKind::none && !forced) {
-      if (rc != CURLE_OK) {
+      if (rc != CURLE_OK && !complete_answer) {
         const std::string what = t.errbuf[0] ? std::string(t.errbuf) : curl_easy_strerror(rc);
         ErrorKind k = ErrorKind::transport;
         if (rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST)
@@ -852,8 +890,12 @@ struct Client::Impl {
       } else if (status < 200 || status >= 300) {
         r.body_excerpt = excerpt(t.body, opt.body_excerpt_bytes);
         r.context_overflow = is_context_overflow_message(static_cast<int>(status), t.body);
-        t.set_fail(r.context_overflow ? ErrorKind::context_overflow : ErrorKind::http_status,
-                   "HTTP " + std::to_string(status) + ": " + error_message_of(t.body));
+        std::string msg = "HTTP " + std::to_string(status) + ": " + error_message_of(t.body);
+        if (status >= 300 && status < 400)
+          msg += " (a redirect" + (t.location.empty() ? std::string() : " to " + t.location) +
+                 ", which specbench does not follow: point server.host and server.port, or "
+                 "the launch template, at the server itself)";
+        t.set_fail(r.context_overflow ? ErrorKind::context_overflow : ErrorKind::http_status, msg);
       } else {
         try { // as in on_data: reading an answer fails the request, never the sweep
           if (t.is_sse) {
@@ -1024,7 +1066,7 @@ struct Client::Impl {
     };
     while (next < n || active > 0) {
       if (abort_flag.load()) {
-        const std::string why = "aborted: " + current_abort_reason();
+        const std::string why = current_abort_reason(); // the kind already says "aborted"
         for (Transfer* t : active_list)
           if (t->active) {
             t->set_fail(ErrorKind::aborted, why);

@@ -350,3 +350,63 @@ TEST(ClientAnswers, IncrementalOutputIdsWithoutACountFailTheRequest) {
   ASSERT_TRUE(ok.ok) << ok.error_message;
   EXPECT_EQ(ok.output_tokens, 4);
 }
+
+namespace {
+std::string http_chunk(const std::string& data) {
+  char size[16];
+  std::snprintf(size, sizeof size, "%zx\r\n", data.size());
+  return size + data + "\r\n";
+}
+} // namespace
+
+// [DONE] arrived, then the server closed its chunked body without the final chunk: the answer
+// is whole and is kept (it was lost as "transfer closed with outstanding read data remaining").
+// A Content-Length the body never reached stays a transport error: that is a framing lie.
+TEST(ClientAnswers, AnAnswerThatEndedAtDoneSurvivesAnUncleanClose) {
+  std::vector<Piece> script = {{"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                                "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"}};
+  for (int i = 1; i <= 3; ++i)
+    script.push_back({http_chunk(CannedHttpServer::event(
+        R"({"text":"a","meta_info":{"completion_tokens":)" + std::to_string(i) + "}}"))});
+  script.push_back({http_chunk(CannedHttpServer::event("[DONE]"))}); // no "0\r\n\r\n" after it
+  CannedHttpServer server(script);
+  const RequestRecord r = one_request(server, ApiKind::generate, 3);
+  ASSERT_TRUE(r.ok) << to_string(r.error) << ": " << r.error_message;
+  EXPECT_EQ(r.output_tokens, 3);
+
+  const std::string body =
+      CannedHttpServer::event(R"({"text":"a","meta_info":{"completion_tokens":1}})") +
+      CannedHttpServer::event("[DONE]");
+  CannedHttpServer short_body(
+      {{"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: " +
+        std::to_string(body.size() + 100) + "\r\nConnection: close\r\n\r\n" + body}});
+  const RequestRecord cut = one_request(short_body, ApiKind::generate, 1);
+  EXPECT_EQ(cut.error, ErrorKind::transport) << cut.error_message;
+}
+
+// Answers no count can be read from say why, in words that name the fix.
+TEST(ClientAnswers, CompressedRedirectedOrMislabelledAnswersNameTheCause) {
+  CannedHttpServer gzip({{"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                          "Content-Encoding: gzip\r\nConnection: close\r\n\r\n\x1f\x8b\x08"}});
+  RequestRecord r = one_request(gzip, ApiKind::generate);
+  EXPECT_EQ(r.error, ErrorKind::malformed);
+  EXPECT_NE(r.error_message.find("compressed (Content-Encoding: gzip)"), std::string::npos)
+      << r.error_message;
+
+  CannedHttpServer moved({{"HTTP/1.1 301 Moved Permanently\r\nLocation: http://10.0.0.9:30000/"
+                           "generate\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"}});
+  r = one_request(moved, ApiKind::generate);
+  EXPECT_EQ(r.error, ErrorKind::http_status);
+  EXPECT_NE(r.error_message.find("a redirect to http://10.0.0.9:30000/generate, which specbench "
+                                 "does not follow"),
+            std::string::npos)
+      << r.error_message;
+
+  const std::string sse = CannedHttpServer::event(R"({"text":"a","meta_info":{}})");
+  CannedHttpServer unlabelled({{"HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(sse.size()) +
+                                "\r\nConnection: close\r\n\r\n" + sse}});
+  r = one_request(unlabelled, ApiKind::generate);
+  EXPECT_EQ(r.error, ErrorKind::malformed);
+  EXPECT_NE(r.error_message.find("Content-Type is not text/event-stream"), std::string::npos)
+      << r.error_message;
+}
