@@ -430,15 +430,26 @@ void run_model_layer(Run& run) {
           !cfg["architectures"].empty() && cfg["architectures"][0].is_string())
         arch = cfg["architectures"][0].get<std::string>();
       long long ctx = 0;
+      bool ctx_found = false;
       for (const json* j : {&cfg, cfg.contains("text_config") ? &cfg["text_config"] : nullptr})
         if (j && j->is_object() && j->contains("max_position_embeddings") &&
-            (*j)["max_position_embeddings"].is_number_integer() && ctx == 0)
+            (*j)["max_position_embeddings"].is_number_integer() && !ctx_found) {
           ctx = (*j)["max_position_embeddings"].get<long long>();
+          ctx_found = true;
+        }
       c.facts.emplace_back("architecture", arch);
-      c.facts.emplace_back("context_length", ctx ? std::to_string(ctx) : "unknown");
+      c.facts.emplace_back("context_length", ctx_found ? std::to_string(ctx) : "unknown");
       if (cfg.contains("model_type") && cfg["model_type"].is_string())
         c.facts.emplace_back("model_type", cfg["model_type"].get<std::string>());
-      if (arch == "unknown" || ctx == 0) {
+      if (ctx_found && ctx <= 0) {
+        // Was passed as "context -5 tokens": no server runs a model with no context.
+        c.status = CheckStatus::fail;
+        c.summary = "config.json's max_position_embeddings is " + std::to_string(ctx) +
+                    ", not a positive number of tokens";
+        c.diagnosis = "config.json is damaged or was edited wrongly";
+        c.remedy = "download the model's config.json again, or set max_position_embeddings to "
+                   "the model's context length";
+      } else if (arch == "unknown" || ctx == 0) {
         c.status = CheckStatus::warn;
         c.summary = "config.json lacks " +
                     std::string(arch == "unknown" ? "architectures" : "max_position_embeddings");

@@ -117,6 +117,26 @@ TEST(PreflightModel, CompleteModelPassesAndFits) {
   EXPECT_EQ(check(r, "model.memory_fit").status, CheckStatus::pass);
 }
 
+// A context of zero or fewer tokens is a broken config.json, not "context -5 tokens".
+TEST(PreflightModel, AContextThatIsNotPositiveIsABrokenConfig) {
+  FakeMachine m("model-ctx");
+  m.healthy(1);
+  PreflightPlan plan = m.plan(1);
+  const fs::path dir = make_model(m.root / "models/qwen", 1, 10);
+  plan.model_path = dir.string();
+  for (const char* ctx : {"-5", "0"}) {
+    SCOPED_TRACE(ctx);
+    std::ofstream(dir / "config.json")
+        << R"({"architectures":["Qwen3ForCausalLM"],)"
+        << R"("text_config":{"max_position_embeddings":)" << ctx << "}}";
+    const PreflightReport r = run_preflight(plan);
+    EXPECT_EQ(check(r, "model.config").status, CheckStatus::fail);
+    EXPECT_THAT(check(r, "model.config").summary,
+                HasSubstr(std::string("max_position_embeddings is ") + ctx +
+                          ", not a positive number of tokens"));
+  }
+}
+
 TEST(PreflightModel, MissingAndTruncatedShardsFail) {
   FakeMachine m("model-bad");
   m.healthy(1);
