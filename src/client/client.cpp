@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 
@@ -34,6 +35,30 @@ double secs(Clock::time_point a, Clock::time_point b) {
 // act on the terminal that prints the failure.
 std::string excerpt(std::string_view s, size_t n) {
   return detail::display_line(s.substr(0, n));
+}
+
+// excerpt(), or what the bytes were when none of them is text (a line of NUL bytes showed as
+// "not an SSE line: " and nothing).
+std::string excerpt_or_kind(std::string_view s, size_t n) {
+  std::string e = excerpt(s, n);
+  if (e.find_first_not_of(' ') != std::string::npos || s.empty())
+    return e;
+  char first[8];
+  std::snprintf(first, sizeof first, "%02x", static_cast<unsigned char>(s[0]));
+  return std::to_string(s.size()) + " bytes of control characters (first: 0x" + first + ")";
+}
+
+// Why `text` is not JSON, in nlohmann's words (invalid UTF-8 at a byte, a number out of range),
+// made plain text: those words may quote the offending bytes.
+std::string json_error_of(const std::string& text) {
+  try {
+    (void)json::parse(text);
+  } catch (const json::exception& e) {
+    const std::string what = e.what();
+    const size_t at = what.find("] ");
+    return excerpt(at == std::string::npos ? what : what.substr(at + 2), 160);
+  }
+  return "valid JSON";
 }
 
 bool starts_with(std::string_view s, std::string_view p) {
@@ -530,7 +555,8 @@ struct Transfer {
       return true; // tolerate trailing noise after [DONE]
     json j = json::parse(data, nullptr, false);
     if (j.is_discarded()) {
-      set_fail(ErrorKind::malformed, "SSE event is not valid JSON: " + excerpt(data, 120));
+      set_fail(ErrorKind::malformed, "SSE event is not valid JSON (" + json_error_of(data) +
+                                         "): " + excerpt_or_kind(data, 120));
       rec.body_excerpt = excerpt(data, opt->body_excerpt_bytes);
       return false;
     }
@@ -575,7 +601,7 @@ struct Transfer {
           return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-';
         }))
       return true;
-    set_fail(ErrorKind::malformed, "not an SSE line: " + excerpt(l, 120));
+    set_fail(ErrorKind::malformed, "not an SSE line: " + excerpt_or_kind(l, 120));
     rec.body_excerpt = excerpt(l, opt->body_excerpt_bytes);
     return false;
   }

@@ -410,3 +410,29 @@ TEST(ClientAnswers, CompressedRedirectedOrMislabelledAnswersNameTheCause) {
   EXPECT_NE(r.error_message.find("Content-Type is not text/event-stream"), std::string::npos)
       << r.error_message;
 }
+
+// A line of NUL bytes read "not an SSE line: " and nothing; an event with invalid UTF-8 or a
+// number past any double just "not valid JSON". Both now say what the bytes were.
+TEST(ClientAnswers, UnreadableEventsSayWhatTheBytesWere) {
+  CannedHttpServer nul({{CannedHttpServer::sse_head() + std::string(5, '\0') + "\n\n"}});
+  RequestRecord r = one_request(nul, ApiKind::generate);
+  EXPECT_EQ(r.error, ErrorKind::malformed);
+  EXPECT_NE(r.error_message.find("not an SSE line: 5 bytes of control characters (first: 0x00)"),
+            std::string::npos)
+      << r.error_message;
+
+  CannedHttpServer bad_utf8(
+      {{CannedHttpServer::sse_head() +
+        CannedHttpServer::event("{\"text\":\"\xff\",\"meta_info\":{\"completion_tokens\":1}}")}});
+  r = one_request(bad_utf8, ApiKind::generate);
+  EXPECT_EQ(r.error, ErrorKind::malformed);
+  EXPECT_NE(r.error_message.find("UTF-8"), std::string::npos) << r.error_message;
+
+  CannedHttpServer huge(
+      {{CannedHttpServer::sse_head() +
+        CannedHttpServer::event(R"({"meta_info":{"completion_tokens":1e400}})")}});
+  r = one_request(huge, ApiKind::generate);
+  EXPECT_EQ(r.error, ErrorKind::malformed);
+  EXPECT_NE(r.error_message.find("1e400"), std::string::npos) << r.error_message;
+  EXPECT_NE(r.error_message.find("number overflow"), std::string::npos) << r.error_message;
+}
