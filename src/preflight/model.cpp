@@ -449,12 +449,37 @@ void run_model_layer(Run& run) {
         c.diagnosis = "config.json is damaged or was edited wrongly";
         c.remedy = "download the model's config.json again, or set max_position_embeddings to "
                    "the model's context length";
-      } else if (arch == "unknown" || ctx == 0) {
+      } else if (arch == "unknown" || !ctx_found) {
+        // Each missing piece with its own consequence: a missing architectures used to be
+        // explained as a missing context length.
         c.status = CheckStatus::warn;
-        c.summary = "config.json lacks " +
-                    std::string(arch == "unknown" ? "architectures" : "max_position_embeddings");
-        c.diagnosis = "the context-length check of the sweep cannot use the model's limit";
-        c.remedy = "set the context length explicitly in the sweep";
+        std::vector<std::string> lacks, why, fix;
+        if (arch == "unknown") {
+          const json* a = cfg.contains("architectures") ? &cfg["architectures"] : nullptr;
+          lacks.push_back(!a               ? "has no architectures"
+                          : a->is_string() ? "has architectures as a string, not a list"
+                                           : "has an architectures that names no model class");
+          why.push_back("servers (SGLang, vLLM) choose the model's implementation from "
+                        "architectures[0] and will likely refuse the model without it");
+          fix.push_back(
+              "set architectures to a list naming the model class, e.g. [\"" +
+              std::string(a && a->is_string() ? cut(a->get<std::string>()) : "Qwen3ForCausalLM") +
+              "\"] (or download config.json again)");
+        }
+        if (!ctx_found) {
+          lacks.push_back("has no max_position_embeddings (a whole number)");
+          why.push_back("the context-length check of the sweep cannot use the model's limit");
+          fix.push_back("set the context length explicitly in the sweep");
+        }
+        const auto join = [](const std::vector<std::string>& v, const char* sep) {
+          std::string out;
+          for (const auto& x : v)
+            out += (out.empty() ? "" : sep) + x;
+          return out;
+        };
+        c.summary = "config.json " + join(lacks, " and ");
+        c.diagnosis = join(why, "; ");
+        c.remedy = join(fix, "; ");
       } else {
         c.summary = arch + ", context " + std::to_string(ctx) + " tokens";
       }

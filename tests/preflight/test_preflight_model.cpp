@@ -137,6 +137,34 @@ TEST(PreflightModel, AContextThatIsNotPositiveIsABrokenConfig) {
   }
 }
 
+// A config.json without architectures is named for what it lacks: the context length was read,
+// so "the context-length check cannot use the model's limit" was wrong.
+TEST(PreflightModel, AMissingArchitecturesIsNotBlamedOnTheContextLength) {
+  FakeMachine m("model-arch");
+  m.healthy(1);
+  PreflightPlan plan = m.plan(1);
+  const fs::path dir = make_model(m.root / "models/qwen", 1, 10);
+  plan.model_path = dir.string();
+  std::ofstream(dir / "config.json") << R"({"max_position_embeddings":4096})";
+  PreflightReport r = run_preflight(plan);
+  EXPECT_EQ(check(r, "model.config").status, CheckStatus::warn);
+  EXPECT_EQ(check(r, "model.config").summary, "config.json has no architectures");
+  EXPECT_THAT(check(r, "model.config").diagnosis, HasSubstr("architectures[0]"));
+  EXPECT_THAT(check(r, "model.config").diagnosis, ::testing::Not(HasSubstr("context")));
+  std::ofstream(dir / "config.json")
+      << R"({"architectures":"LlamaForCausalLM","max_position_embeddings":4096})";
+  r = run_preflight(plan);
+  EXPECT_EQ(check(r, "model.config").summary,
+            "config.json has architectures as a string, not a list");
+  EXPECT_THAT(check(r, "model.config").remedy, HasSubstr("[\"LlamaForCausalLM\"]"));
+  std::ofstream(dir / "config.json") << R"({"model_type":"llama"})";
+  r = run_preflight(plan);
+  EXPECT_EQ(check(r, "model.config").summary,
+            "config.json has no architectures and has no max_position_embeddings (a whole "
+            "number)");
+  EXPECT_THAT(check(r, "model.config").remedy, HasSubstr("context length explicitly"));
+}
+
 TEST(PreflightModel, MissingAndTruncatedShardsFail) {
   FakeMachine m("model-bad");
   m.healthy(1);
