@@ -17,6 +17,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <sys/statvfs.h>
 #include <tuple>
 #include <unistd.h>
 #include <vector>
@@ -323,6 +324,28 @@ void run_model_layer(Run& run) {
                   " ago, so the model was most likely lost in that reboot";
     c.remedy = "download the model again (or copy it from persistent storage) before the run; "
                "keep a copy on disk and stage it to /dev/shm in a boot-time step";
+  };
+  // The folder is there but some weights are not: a reboot empties all of /dev/shm, so this is
+  // a copy that stopped short, often because the tmpfs filled up.
+  const auto partial_shm_diagnosis = [&](CheckResult& c) {
+    struct statvfs vfs {};
+    std::string room;
+    if (::statvfs(path.c_str(), &vfs) == 0) {
+      const double free_b = static_cast<double>(vfs.f_bavail) * static_cast<double>(vfs.f_frsize);
+      const double size_b = static_cast<double>(vfs.f_blocks) * static_cast<double>(vfs.f_frsize);
+      c.facts.emplace_back("filesystem_free", gib(free_b));
+      c.facts.emplace_back("filesystem_size", gib(size_b));
+      room = free_b < std::max(1024.0 * 1024.0 * 1024.0, size_b * 0.02)
+                 ? "; /dev/shm is full (" + gib(free_b) + " free of " + gib(size_b) +
+                       "), which stops a copy short"
+                 : "; /dev/shm has " + gib(free_b) + " free of " + gib(size_b) +
+                       " now (a copy stops short when it fills up)";
+    }
+    c.diagnosis = "the copy of the model in /dev/shm is incomplete or was interrupted (a reboot "
+                  "would have emptied all of /dev/shm, but other files of the model are there)" +
+                  room;
+    c.remedy = "make room in /dev/shm if it is full (df -h /dev/shm; a tmpfs holds at most its "
+               "size= mount option), then copy the model into it again";
   };
   bool dir_ok = false;
   bool unreadable = false; // a permission problem, which "download it again" would not fix
@@ -640,7 +663,7 @@ void run_model_layer(Run& run) {
       if (unreadable)
         unreadable_diagnosis(c);
       else if (in_shm)
-        shm_diagnosis(c);
+        partial_shm_diagnosis(c);
       else {
         c.diagnosis = "the download is incomplete or was interrupted";
         c.remedy = "download the model again (huggingface-cli download resumes partial files)";

@@ -538,6 +538,36 @@ TEST(PreflightModel, AnIndexNamingAFileOutsideTheModelFails) {
   }
 }
 
+// A model in /dev/shm with one shard missing and everything else there was not emptied by a
+// reboot (that empties everything): it is a copy that stopped short, and the tmpfs's free space
+// is reported.
+TEST(PreflightModel, APartialCopyInDevShmIsNotBlamedOnAReboot) {
+  if (!fs::is_directory("/dev/shm"))
+    GTEST_SKIP() << "no /dev/shm here";
+  FakeMachine m("model-shm-partial");
+  m.healthy(1);
+  std::ofstream(m.root / "proc/mounts") << "tmpfs /dev/shm tmpfs rw,nosuid,nodev 0 0\n";
+  std::ofstream(m.root / "proc/uptime") << "600.0 100.0\n";
+  PreflightPlan plan = m.plan(1);
+  const fs::path dir = "/dev/shm/specbench-test-partial-" + std::to_string(::getpid());
+  fs::remove_all(dir);
+  make_model(dir, 2, 10);
+  fs::remove(dir / "model-00002-of-00002.safetensors");
+  plan.model_path = dir.string();
+  const PreflightReport r = run_preflight(plan);
+  fs::remove_all(dir);
+  const CheckResult& w = check(r, "model.weights");
+  EXPECT_EQ(w.status, CheckStatus::fail);
+  EXPECT_THAT(w.diagnosis, HasSubstr("incomplete or was interrupted"));
+  EXPECT_THAT(w.diagnosis, HasSubstr("free of"));
+  EXPECT_THAT(w.diagnosis, ::testing::Not(HasSubstr("lost in that reboot")));
+  EXPECT_THAT(w.remedy, HasSubstr("df -h /dev/shm"));
+  bool free_fact = false;
+  for (const auto& [k, v] : w.facts)
+    free_fact |= k == "filesystem_free";
+  EXPECT_TRUE(free_fact);
+}
+
 TEST(PreflightModel, OnlyPathsInsideDevShmGetTheRebootDiagnosis) {
   FakeMachine m("model-shm-paths");
   m.healthy(1);
