@@ -373,6 +373,26 @@ void run_model_layer(Run& run) {
       unreadable = true;
       c.summary = "model directory " + path + " cannot be read: permission denied";
       unreadable_diagnosis(c);
+      // A folder above the model that may not be entered: chmod -R on the model cannot reach
+      // the model's files then, so name that folder.
+      fs::path abs = fs::absolute(path, ec).lexically_normal();
+      if (abs.filename().empty())
+        abs = abs.parent_path();
+      fs::path prefix;
+      for (const fs::path& part : abs.parent_path()) {
+        prefix /= part;
+        if (::access(prefix.c_str(), X_OK) != 0) {
+          c.summary = "model directory " + path + " cannot be reached: " + prefix.string() +
+                      " may not be entered (permission denied)";
+          c.facts.emplace_back("blocked_at", prefix.string());
+          c.diagnosis = "specbench runs as uid " + std::to_string(::getuid()) +
+                        ", which may not pass through " + prefix.string();
+          c.remedy = "let it through (chmod a+x " + prefix.string() +
+                     " lets others pass without listing it), run specbench as a user that may, "
+                     "or move the model to a folder it can reach";
+          break;
+        }
+      }
     } else if (fs::exists(st) && !fs::is_directory(st)) {
       c.status = CheckStatus::fail;
       c.summary = path + " is a file, not a model directory";

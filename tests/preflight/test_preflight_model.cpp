@@ -743,6 +743,49 @@ TEST(PreflightModel, AShardThatIsAPipeIsNamedAndNotCounted) {
   EXPECT_EQ(bytes, std::to_string(first));
 }
 
+// A folder above the model that may not be entered is named: "chmod -R a+rX <model>" cannot
+// help there. As root the check runs in a child that drops to nobody.
+TEST(PreflightModel, AParentFolderThatMayNotBeEnteredIsNamed) {
+  FakeMachine m("model-parent-perm");
+  m.healthy(1);
+  PreflightPlan plan = m.plan(1);
+  const fs::path base = "/tmp/specbench-parent-perm-" + std::to_string(::getpid());
+  fs::remove_all(base);
+  const fs::path dir = make_model(base / "locked/qwen", 1, 10);
+  fs::permissions(base, fs::perms::all);
+  fs::permissions(base / "locked", fs::perms::none); // not even its owner may enter
+  plan.model_path = dir.string();
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::close(fds[0]);
+    if (::geteuid() == 0 && (::setgid(65534) != 0 || ::setuid(65534) != 0))
+      ::_exit(3);
+    const PreflightReport r = run_preflight(plan);
+    const CheckResult* c = r.find("model.dir");
+    const std::string text = c ? c->summary + "\n" + c->diagnosis + "\n" + c->remedy : "none";
+    [[maybe_unused]] ssize_t w = ::write(fds[1], text.data(), text.size());
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string text;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;)
+    text.append(buf, static_cast<size_t>(n));
+  ::close(fds[0]);
+  int st = 0;
+  ASSERT_EQ(::waitpid(child, &st, 0), child);
+  fs::permissions(base / "locked", fs::perms::all);
+  fs::remove_all(base);
+  ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "the child could not drop to nobody";
+  const std::string locked = (base / "locked").string();
+  EXPECT_THAT(text, HasSubstr("cannot be reached: " + locked + " may not be entered"));
+  EXPECT_THAT(text, HasSubstr("chmod a+x " + locked));
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("chmod -R")));
+}
+
 TEST(PreflightModel, NoModelPathNoModelLayer) {
   FakeMachine m("model-none");
   m.healthy(1);
