@@ -484,6 +484,17 @@ void run_model_layer(Run& run) {
       c.facts.emplace_back("context_length", ctx_found ? std::to_string(ctx) : "unknown");
       if (cfg.contains("model_type") && cfg["model_type"].is_string())
         c.facts.emplace_back("model_type", cfg["model_type"].get<std::string>());
+      // Tensor parallelism splits the attention heads evenly over the GPUs: SGLang and vLLM
+      // refuse a tp that does not divide them. (Fewer KV heads than tp is fine: they are
+      // replicated.) text_config holds the language model's of a multimodal model.
+      long long heads = 0;
+      for (const json* j : {cfg.contains("text_config") ? &cfg["text_config"] : nullptr, &cfg})
+        if (j && j->is_object() && j->contains("num_attention_heads") &&
+            (*j)["num_attention_heads"].is_number_integer() && heads == 0)
+          heads = (*j)["num_attention_heads"].get<long long>();
+      if (heads > 0)
+        c.facts.emplace_back("num_attention_heads", std::to_string(heads));
+      const int tp = run.plan.tp;
       if (ctx_found && ctx <= 0) {
         // Was passed as "context -5 tokens": no server runs a model with no context.
         c.status = CheckStatus::fail;
@@ -492,6 +503,17 @@ void run_model_layer(Run& run) {
         c.diagnosis = "config.json is damaged or was edited wrongly";
         c.remedy = "download the model's config.json again, or set max_position_embeddings to "
                    "the model's context length";
+      } else if (heads > 0 && tp > 1 && heads % tp != 0) {
+        c.status = CheckStatus::fail;
+        c.summary = "num_attention_heads " + std::to_string(heads) + " is not divisible by tp " +
+                    std::to_string(tp);
+        c.diagnosis = "tensor parallelism splits the attention heads evenly over the GPUs; "
+                      "SGLang and vLLM refuse a tp that does not divide them";
+        std::string fits;
+        for (int t : {1, 2, 4, 8})
+          if (heads % t == 0)
+            fits += (fits.empty() ? "" : ", ") + std::to_string(t);
+        c.remedy = "use a tp that divides " + std::to_string(heads) + " (" + fits + ")";
       } else if (arch == "unknown" || !ctx_found) {
         // Each missing piece with its own consequence: a missing architectures used to be
         // explained as a missing context length.

@@ -165,6 +165,37 @@ TEST(PreflightModel, AMissingArchitecturesIsNotBlamedOnTheContextLength) {
   EXPECT_THAT(check(r, "model.config").remedy, HasSubstr("context length explicitly"));
 }
 
+// Attention heads a tp does not divide: the servers refuse the model at that tp. Fewer KV heads
+// than tp is fine (SGLang replicates them).
+TEST(PreflightModel, AttentionHeadsTheTpDoesNotDivideFail) {
+  FakeMachine m("model-heads");
+  m.healthy(2);
+  PreflightPlan plan = m.plan(2);
+  const fs::path dir = make_model(m.root / "models/qwen", 1, 10);
+  plan.model_path = dir.string();
+  std::ofstream(dir / "config.json")
+      << R"({"architectures":["Qwen2ForCausalLM"],"max_position_embeddings":4096,)"
+      << R"("num_attention_heads":7,"num_key_value_heads":7})";
+  PreflightReport r = run_preflight(plan);
+  EXPECT_EQ(check(r, "model.config").status, CheckStatus::fail);
+  EXPECT_EQ(check(r, "model.config").summary, "num_attention_heads 7 is not divisible by tp 2");
+  EXPECT_THAT(check(r, "model.config").remedy, HasSubstr("use a tp that divides 7 (1)"));
+  // In text_config (multimodal), and KV heads fewer than tp.
+  std::ofstream(dir / "config.json")
+      << R"({"architectures":["X"],"max_position_embeddings":4096,"num_attention_heads":16,)"
+      << R"("text_config":{"num_attention_heads":6,"num_key_value_heads":1}})";
+  plan = m.plan(2);
+  plan.model_path = dir.string();
+  r = run_preflight(plan);
+  EXPECT_EQ(check(r, "model.config").status, CheckStatus::pass) << check(r, "model.config").summary;
+  FakeMachine m4("model-heads-4");
+  m4.healthy(4);
+  plan = m4.plan(4);
+  plan.model_path = dir.string();
+  r = run_preflight(plan);
+  EXPECT_EQ(check(r, "model.config").summary, "num_attention_heads 6 is not divisible by tp 4");
+}
+
 TEST(PreflightModel, MissingAndTruncatedShardsFail) {
   FakeMachine m("model-bad");
   m.healthy(1);
