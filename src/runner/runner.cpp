@@ -133,6 +133,46 @@ std::string prompt_bound_note(const std::vector<RequestMetrics>& requests, const
          std::to_string(longest);
 }
 
+// What a request failure of `kind` usually means and what to do: the cell's diagnosis, beside
+// the failure's own message (a measure failure used to have none).
+std::string request_failure_diagnosis(ErrorKind kind) {
+  switch (kind) {
+  case ErrorKind::context_overflow:
+    return "prompt + max_new_tokens exceed the server's context length: lower prompt_tokens or "
+           "max_new_tokens, or raise model.context_length (what the server is launched with)";
+  case ErrorKind::timeout_first_byte:
+    return "the server took requests but sent nothing within server.request_timeout_s: it is "
+           "overloaded (lower the workload's concurrency) or stuck (see the log tail)";
+  case ErrorKind::timeout_total:
+    return "answers stopped coming, or did not end within server.request_timeout_s: raise it "
+           "for long outputs, or see the log tail for a stuck server";
+  case ErrorKind::connect:
+  case ErrorKind::timeout_connect:
+    return "the server stopped accepting connections: it crashed or is overloaded (see the log "
+           "tail)";
+  case ErrorKind::http_status:
+    return "the server refused requests (its message is in the reason): a 4xx is a request it "
+           "does not take (check server.api, model.name and the workload's sampling options), a "
+           "5xx an error inside it (see the log tail)";
+  case ErrorKind::malformed:
+    return "the server's answers are not what its API promises (the reason says what): check "
+           "that server.backend and server.api match the server, else it is the server's bug";
+  case ErrorKind::transport:
+  case ErrorKind::incomplete:
+    return "connections broke in the middle of answers: a server crash or a proxy in between "
+           "(see the log tail)";
+  case ErrorKind::server_abort:
+    return "the server aborted requests itself (its message is in the reason): often KV-cache "
+           "memory pressure (lower concurrency or max_new_tokens) or a request it cannot serve";
+  case ErrorKind::body_too_large:
+    return "an answer grew past what the client accepts: a server streaming without end";
+  case ErrorKind::none:
+  case ErrorKind::aborted:
+    return {};
+  }
+  return {};
+}
+
 // A note when ok answers under ignore_eos came back shorter than max_new_tokens: the server
 // stopped early (a stop token it keeps under ignore_eos, as vLLM does for generation_config's
 // extra EOS ids, or SGLang's context clip), so the cells compared did unequal work. "" when none.
@@ -959,11 +999,16 @@ CellResult SweepRun::run_cell(const Cell& c, const Phase& phase) {
         fail(CellStage::warmup,
              "all " + std::to_string(wr->warmup.records.size()) +
                  " warm-up requests failed; first: " + to_string(q.error) + ": " + q.error_message,
-             q.context_overflow ? "prompt + max_new_tokens exceed the server's context length" : "",
+             request_failure_diagnosis(q.error),
              server.log_tail(static_cast<size_t>(opt_.log_tail_lines)), false);
       } else {
         int failed = 0;
         const RequestMetrics* first = nullptr;
+        ErrorKind first_kind = ErrorKind::none;
+        for (const auto& run : wr->runs)
+          for (const auto& q : run.records)
+            if (!q.ok && first_kind == ErrorKind::none)
+              first_kind = q.error;
         for (const auto& q : r.requests)
           if (!q.ok) {
             ++failed;
@@ -980,7 +1025,8 @@ CellResult SweepRun::run_cell(const Cell& c, const Phase& phase) {
           fail(CellStage::measure,
                std::to_string(failed) + " of " + std::to_string(r.requests.size()) +
                    " measured requests failed; first: " + first->error,
-               "", server.log_tail(static_cast<size_t>(opt_.log_tail_lines)), false);
+               request_failure_diagnosis(first_kind),
+               server.log_tail(static_cast<size_t>(opt_.log_tail_lines)), false);
         } else {
           r.status = CellStatus::ok;
         }

@@ -462,6 +462,26 @@ TEST(Runner, AnswersShorterThanIgnoreEosAskedAreNoted) {
     EXPECT_EQ(n.find("ended before max_new_tokens"), std::string::npos) << n;
 }
 
+// A cell whose requests failed said what failed but not what to do: its diagnosis was empty.
+TEST(Runner, FailedRequestsGiveTheCellADiagnosisForTheirKind) {
+  const auto dir = specbench::testing::make_temp_dir("runner-request-diagnosis");
+  auto sweep = small_sweep(16, {4});
+  for (const char* a : {"--fault", "lying-counts"})
+    sweep.server.launch.push_back(a);
+  auto o = options(dir);
+  o.only = {"tp1-autoregressive"};
+  ASSERT_TRUE(run_sweep(sweep, expand(sweep), o));
+  auto r = ResultStore::open(dir)->load("tp1-autoregressive");
+  ASSERT_TRUE(r) << r.status().to_string();
+  ASSERT_EQ(r->status, CellStatus::failed);
+  ASSERT_TRUE(r->failure);
+  EXPECT_NE(r->failure->reason.find("malformed"), std::string::npos) << r->failure->reason;
+  EXPECT_NE(r->failure->diagnosis.find("check that server.backend and server.api match the "
+                                       "server"),
+            std::string::npos)
+      << r->failure->diagnosis;
+}
+
 // A failed or interrupted cell runs again on resume. Its record and its server's log are what the
 // user reads to find out why (the seeds' crashes), so the new attempt must not overwrite them:
 // they go to stale/<stamp>-retried/, and the new result says where.
