@@ -442,7 +442,7 @@ void run_model_layer(Run& run) {
     run.report.checks.push_back(std::move(c));
   };
   if (!dir_ok) {
-    for (const char* id : {"model.config", "model.weights", "model.memory_fit"})
+    for (const char* id : {"model.config", "model.tokenizer", "model.weights", "model.memory_fit"})
       blocked(id, "blocked by model.dir");
     return;
   }
@@ -548,6 +548,41 @@ void run_model_layer(Run& run) {
       } else {
         c.summary = arch + ", context " + std::to_string(ctx) + " tokens";
       }
+    }
+    add_check(run, std::move(c), t0);
+  }
+  { // tokenizer: the server loads it from the model folder unless told otherwise
+    const auto t0 = Clock::now();
+    auto c = make_check("model.tokenizer", PreflightLayer::model);
+    std::string found;
+    for (const char* name :
+         {"tokenizer.json", "tokenizer.model", "tokenizer_config.json", "vocab.json"})
+      if (file_problem(fs::path(path) / name) != "missing")
+        found += (found.empty() ? "" : ", ") + std::string(name);
+    std::string text;
+    // tokenizer.json files are tens of MB at most.
+    const std::string why =
+        read_regular_file(fs::path(path) / "tokenizer.json", std::uintmax_t{1} << 30, text);
+    if (found.empty()) {
+      c.status = CheckStatus::warn;
+      c.summary = "no tokenizer files (tokenizer.json, tokenizer.model, tokenizer_config.json "
+                  "or vocab.json)";
+      c.diagnosis = "the server loads the tokenizer from the model folder unless given another, "
+                    "and fails to start without one";
+      c.remedy = "download the model's tokenizer files with it, or give the server a tokenizer "
+                 "(SGLang --tokenizer-path, vLLM --tokenizer)";
+    } else if (why != "missing" && (!why.empty() || !json::accept(text))) {
+      c.status = CheckStatus::fail;
+      c.summary =
+          why.empty() ? "tokenizer.json is not valid JSON" : file_sentence("tokenizer.json", why);
+      if (why.rfind("cannot be read", 0) == 0)
+        unreadable_diagnosis(c);
+      else {
+        c.diagnosis = "the model download is incomplete or tokenizer.json was damaged";
+        c.remedy = "download the model's tokenizer.json again";
+      }
+    } else {
+      c.summary = found;
     }
     add_check(run, std::move(c), t0);
   }

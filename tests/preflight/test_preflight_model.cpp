@@ -46,6 +46,7 @@ fs::path make_model(const fs::path& dir, int shards, size_t floats_per_shard) {
   std::ofstream(dir / "config.json")
       << R"({"architectures":["Qwen3ForCausalLM"],"model_type":"qwen3",)"
       << R"("text_config":{"max_position_embeddings":32768}})";
+  std::ofstream(dir / "tokenizer.json") << R"({"version":"1.0","model":{"type":"BPE"}})";
   std::string map;
   size_t total = 0;
   for (int s = 0; s < shards; ++s) {
@@ -194,6 +195,36 @@ TEST(PreflightModel, AttentionHeadsTheTpDoesNotDivideFail) {
   plan.model_path = dir.string();
   r = run_preflight(plan);
   EXPECT_EQ(check(r, "model.config").summary, "num_attention_heads 6 is not divisible by tp 4");
+}
+
+// No tokenizer at all is a warning (a server may be given one elsewhere); a tokenizer.json that
+// is not JSON fails, since the server would fail to load it.
+TEST(PreflightModel, AMissingOrBrokenTokenizerIsNamed) {
+  FakeMachine m("model-tokenizer");
+  m.healthy(1);
+  PreflightPlan plan = m.plan(1);
+  const fs::path dir = make_model(m.root / "models/qwen", 1, 10);
+  plan.model_path = dir.string();
+  PreflightReport r = run_preflight(plan);
+  EXPECT_EQ(check(r, "model.tokenizer").status, CheckStatus::pass);
+  EXPECT_EQ(check(r, "model.tokenizer").summary, "tokenizer.json");
+
+  std::ofstream(dir / "tokenizer.json") << "{not json";
+  r = run_preflight(plan);
+  EXPECT_EQ(check(r, "model.tokenizer").status, CheckStatus::fail);
+  EXPECT_EQ(check(r, "model.tokenizer").summary, "tokenizer.json is not valid JSON");
+  EXPECT_THAT(check(r, "model.tokenizer").remedy, HasSubstr("download"));
+
+  fs::remove(dir / "tokenizer.json");
+  r = run_preflight(plan);
+  EXPECT_EQ(check(r, "model.tokenizer").status, CheckStatus::warn);
+  EXPECT_THAT(check(r, "model.tokenizer").summary, HasSubstr("no tokenizer files"));
+
+  std::ofstream(dir / "tokenizer.model") << "sentencepiece";
+  std::ofstream(dir / "tokenizer_config.json") << "{}";
+  r = run_preflight(plan);
+  EXPECT_EQ(check(r, "model.tokenizer").status, CheckStatus::pass);
+  EXPECT_EQ(check(r, "model.tokenizer").summary, "tokenizer.model, tokenizer_config.json");
 }
 
 TEST(PreflightModel, MissingAndTruncatedShardsFail) {
