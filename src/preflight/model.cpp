@@ -1,7 +1,8 @@
-// Model layer: the model directory, config.json (architecture, context length), the safetensors
-// shards (every one present and exactly as long as its own header says), and whether the weights
-// fit in the free memory of the TP group. A model kept in /dev/shm that a reboot emptied gets its
-// own diagnosis.
+// Model layer: the model directory, config.json (architecture, context length, attention heads
+// against tp), the tokenizer, the weights (safetensors shards checked against their own headers
+// as the safetensors library checks them, and against the index; PyTorch .bin files for
+// presence and size), and whether the weights fit in the free memory of the TP group. A model
+// kept in /dev/shm that a reboot emptied, or that a copy left incomplete, gets its own diagnosis.
 #include "preflight/layers.hpp"
 #include "preflight/model_files.hpp"
 
