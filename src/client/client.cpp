@@ -52,7 +52,8 @@ std::string excerpt_or_kind(std::string_view s, size_t n) {
 // made plain text: those words may quote the offending bytes.
 std::string json_error_of(const std::string& text) {
   try {
-    (void)json::parse(text);
+    const json parsed = json::parse(text); // nlohmann's warn_unused_result ignores a (void) cast
+    (void)parsed;
   } catch (const json::exception& e) {
     const std::string what = e.what();
     const size_t at = what.find("] ");

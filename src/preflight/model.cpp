@@ -189,7 +189,7 @@ std::string check_safetensors(const fs::path& p, uintmax_t& size_out,
     return "header is not JSON";
   struct Tensor {
     uint64_t begin, end;
-    unsigned __int128 bits; // product(shape) x bits per element
+    uint64_t bits; // product(shape) x bits per element, UINT64_MAX when larger
     std::string name, dtype, shape;
   };
   std::vector<Tensor> tensors;
@@ -228,13 +228,16 @@ std::string check_safetensors(const fs::path& p, uintmax_t& size_out,
                                           [](const json& d) { return d.is_number_unsigned(); }))
       return "corrupt header: " + name + " has shape " + cut(shape.dump(), 40) +
              ", not a list of whole numbers";
-    // Saturates far above any real size (2^64 bytes = 2^67 bits), so it cannot wrap.
-    unsigned __int128 total = bits;
+    // Saturates at UINT64_MAX bits (2^61 bytes, far above any file), so it cannot wrap.
+    uint64_t total = bits;
     for (const json& d : shape) {
       const uint64_t dim = d.get<uint64_t>();
-      total = dim == 0 ? 0 : std::min<unsigned __int128>(total * dim, (unsigned __int128)1 << 70);
-      if (total == 0)
+      if (dim == 0) {
+        total = 0;
         break;
+      }
+      if (__builtin_mul_overflow(total, dim, &total))
+        total = UINT64_MAX;
     }
     names.insert(k);
     tensors.push_back({off[0].get<uint64_t>(), off[1].get<uint64_t>(), total, cut(k),
@@ -268,7 +271,7 @@ std::string check_safetensors(const fs::path& p, uintmax_t& size_out,
     return "size " + std::to_string(size) + " bytes, its header says " + std::to_string(expected) +
            " (truncated or incomplete download)";
   for (const Tensor& t : tensors)
-    if (t.bits != static_cast<unsigned __int128>(t.end - t.begin) * 8)
+    if (t.bits == UINT64_MAX || t.bits % 8 != 0 || t.bits / 8 != t.end - t.begin)
       return "corrupt header: tensor \"" + t.name + "\" is " + t.dtype + " " + cut(t.shape, 40) +
              ", which does not fill its data_offsets' " + std::to_string(t.end - t.begin) +
              " bytes";

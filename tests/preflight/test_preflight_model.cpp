@@ -585,7 +585,7 @@ TEST(PreflightModel, AnIndexNamingAFileOutsideTheModelFails) {
   const fs::path dir = make_model(m.root / "models/qwen", 1, 10);
   write_shard(m.root / "models/outside.safetensors", 10);
   plan.model_path = dir.string();
-  for (const std::string name :
+  for (const std::string& name :
        {std::string("../outside.safetensors"), (m.root / "models/outside.safetensors").string()}) {
     std::ofstream(dir / "model.safetensors.index.json")
         << R"({"metadata":{"total_size":40},"weight_map":{"w":")" << name << "\"}}";
@@ -637,7 +637,7 @@ TEST(PreflightModel, OnlyPathsInsideDevShmGetTheRebootDiagnosis) {
   std::ofstream(m.root / "proc/uptime") << "600.0 100.0\n";
   PreflightPlan plan = m.plan(1);
   const std::string gone = "specbench-test-gone-" + std::to_string(::getpid());
-  for (const std::string near : {"/dev/shm2/" + gone, "/dev/shm" + gone}) {
+  for (const std::string& near : {"/dev/shm2/" + gone, "/dev/shm" + gone}) {
     plan.model_path = near;
     const PreflightReport r = run_preflight(plan);
     EXPECT_THAT(check(r, "model.dir").diagnosis, HasSubstr("never downloaded")) << near;
