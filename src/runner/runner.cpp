@@ -687,6 +687,41 @@ std::string model_path_to_check(const std::string& path) {
   return explicit_path || something_here || !may_be_hub_id ? path : std::string();
 }
 
+// model.draft_path, when it is local and cannot be a drafter the server loads: gone (the seeds'
+// /dev/shm after a reboot), a dangling link, not a folder, or without config.json. "" when it is
+// fine or a hub id. The preflight's model layer checks the target model in depth; a drafter that
+// is not there at all must not get as far as a server that dies loading it.
+struct DraftProblem {
+  std::string reason, diagnosis;
+};
+DraftProblem draft_path_problem(const std::string& draft) {
+  const std::string local = model_path_to_check(draft);
+  if (local.empty())
+    return {};
+  std::error_code ec;
+  const fs::file_status st = fs::symlink_status(local, ec);
+  std::string reason;
+  fs::path target = fs::absolute(local, ec);
+  if (st.type() == fs::file_type::not_found) {
+    reason = "model.draft_path " + draft + " does not exist";
+  } else if (fs::is_symlink(st) && !fs::exists(local, ec)) {
+    target = fs::read_symlink(local, ec);
+    reason =
+        "model.draft_path " + draft + " is a link to " + target.string() + ", which does not exist";
+  } else if (!fs::is_directory(local, ec)) {
+    reason = "model.draft_path " + draft + " is not a folder";
+  } else if (!fs::exists(fs::path(local) / "config.json", ec)) {
+    reason = "model.draft_path " + draft + " has no config.json (an incomplete or emptied copy)";
+  } else {
+    return {};
+  }
+  const std::string where = target.lexically_normal().string();
+  const bool shm = where == "/dev/shm" || where.rfind("/dev/shm/", 0) == 0;
+  return {reason, shm ? "the drafter lived in /dev/shm, which is memory and is emptied at every "
+                        "boot: download or copy it again before the run"
+                      : "put the drafter's files at that path, or point model.draft_path at them"};
+}
+
 bool SweepRun::run_preflight_for(const Phase& phase, const std::string& why) {
   PreflightPlan plan = opt_.preflight_template;
   plan.tp = phase.tp;
@@ -1128,6 +1163,14 @@ Expected<SweepOutcome> SweepRun::run() {
     }
     if (blocked_reason.empty())
       take_memory_baseline(phase);
+    // Only cells whose server is given the drafter need it.
+    const DraftProblem draft =
+        preflight_enabled_ ? draft_path_problem(sweep_.model.draft_path) : DraftProblem{};
+    const auto uses_draft = [&](const Cell& c) {
+      return std::any_of(c.argv.begin(), c.argv.end(), [&](const std::string& a) {
+        return a.find(sweep_.model.draft_path) != std::string::npos;
+      });
+    };
     int crashed_budget = 0; // largest tree budget that crashed in this phase (0 = none)
     std::string crashed_cell;
 
@@ -1140,6 +1183,11 @@ Expected<SweepOutcome> SweepRun::run() {
       keep_previous_attempt(*c);
       if (!blocked_reason.empty()) {
         record_not_run(*c, CellStatus::blocked, blocked_stage, blocked_reason, blocked_diagnosis);
+        continue;
+      }
+      if (!draft.reason.empty() && uses_draft(*c)) {
+        record_not_run(*c, CellStatus::blocked, CellStage::preflight, draft.reason,
+                       draft.diagnosis);
         continue;
       }
       if (largest_first && crashed_budget > 0 && c->method.kind == MethodKind::tree &&

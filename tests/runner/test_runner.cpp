@@ -482,6 +482,47 @@ TEST(Runner, FailedRequestsGiveTheCellADiagnosisForTheirKind) {
       << r->failure->diagnosis;
 }
 
+// model.draft_path was never checked: a drafter in an emptied /dev/shm passed the model layer and
+// every speculative cell started a server that died loading it. Now those cells are blocked with
+// the reason; the autoregressive cell, which does not load the drafter, still runs.
+TEST(Runner, AGoneLocalDrafterBlocksTheCellsThatLoadIt) {
+  const auto dir = specbench::testing::make_temp_dir("runner-gone-draft");
+  auto sweep = small_sweep(16, {4});
+  sweep.runner.preflight = true;
+  sweep.model.draft_path = "/dev/shm/specbench-gone-draft-" + std::to_string(::getpid());
+  for (const char* a : {"--speculative-draft-model-path", "{draft_model}"})
+    sweep.server.method_args["tree"].push_back(a);
+  auto o = options(dir);
+  o.preflight_fn = [](const PreflightPlan&) {
+    PreflightReport r;
+    CheckResult c;
+    c.id = "stand-in";
+    c.status = CheckStatus::pass;
+    r.checks.push_back(c);
+    return r;
+  };
+  auto out = run_sweep(sweep, expand(sweep), o);
+  ASSERT_TRUE(out) << out.status().to_string();
+  EXPECT_EQ(out->ok, 1);
+  EXPECT_EQ(out->blocked, 1);
+  auto tree = ResultStore::open(dir)->load("tp1-ddtree-b4");
+  ASSERT_TRUE(tree && tree->failure);
+  EXPECT_EQ(tree->status, CellStatus::blocked);
+  EXPECT_EQ(tree->failure->reason,
+            "model.draft_path " + sweep.model.draft_path + " does not exist");
+  EXPECT_NE(tree->failure->diagnosis.find("lived in /dev/shm"), std::string::npos)
+      << tree->failure->diagnosis;
+
+  // A hub id is the server's to download: not checked here.
+  const auto dir2 = specbench::testing::make_temp_dir("runner-hub-draft");
+  sweep.model.draft_path = "z-lab/some-drafter";
+  auto o2 = options(dir2);
+  o2.preflight_fn = o.preflight_fn;
+  auto out2 = run_sweep(sweep, expand(sweep), o2);
+  ASSERT_TRUE(out2) << out2.status().to_string();
+  EXPECT_EQ(out2->ok, 2);
+}
+
 // A failed or interrupted cell runs again on resume. Its record and its server's log are what the
 // user reads to find out why (the seeds' crashes), so the new attempt must not overwrite them:
 // they go to stale/<stamp>-retried/, and the new result says where.
