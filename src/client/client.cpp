@@ -355,6 +355,7 @@ struct Transfer {
   bool first_line = true;   // the stream's first line, which may start with a byte-order mark
   bool after_cr = false;    // the last read ended with '\r': a '\n' first in the next one goes
   Clock::time_point t_done; // when [DONE] arrived: the answer is complete there
+  Clock::time_point t_finish;             // when /generate's final event (a finish_reason) arrived
   std::string content_encoding, location; // of the response, for the error messages
   bool declared_length = false;           // the response gave a Content-Length
   ErrorKind fail = ErrorKind::none;
@@ -493,8 +494,10 @@ struct Transfer {
         guessed = true;
       }
       counted += new_tokens;
-      if (!rec.finish_reason.empty())
+      if (!rec.finish_reason.empty() && !saw_finish) {
         saw_finish = true;
+        t_finish = now;
+      }
     } else {
       auto ch = j.find("choices");
       if (ch == j.end() || !ch->is_array()) {
@@ -1137,6 +1140,14 @@ struct Client::Impl {
       for (Transfer* t : active_list) {
         if (!t->active)
           continue;
+        if (!t->saw_done && t->saw_finish && opt.api == ApiKind::generate && t->is_sse &&
+            t->fail == ErrorKind::none && secs(t->t_finish, now) > 2.0) {
+          // /generate's final event carries every count; a server (or proxy) that then holds
+          // the stream without [DONE] lost the whole answer to the request timeout. Two seconds
+          // on, the final event counts as the end (and the time) of the answer.
+          t->saw_done = true;
+          t->t_done = t->t_finish;
+        }
         if (t->saw_done && t->fail == ErrorKind::none && secs(t->t_done, now) > 1.0) {
           // [DONE] came a second ago and the body still has not ended: the answer is complete,
           // so it is kept (timed at [DONE]) and the connection is dropped.

@@ -436,3 +436,24 @@ TEST(ClientAnswers, UnreadableEventsSayWhatTheBytesWere) {
   EXPECT_NE(r.error_message.find("1e400"), std::string::npos) << r.error_message;
   EXPECT_NE(r.error_message.find("number overflow"), std::string::npos) << r.error_message;
 }
+
+// /generate's final event (with its finish_reason) carries every count. A stream held open after
+// it without [DONE] lost the whole answer to the request timeout; two seconds on, the final
+// event now ends the answer, and the request is timed there.
+TEST(ClientAnswers, AGenerateStreamHeldOpenAfterItsFinalEventKeepsTheAnswer) {
+  std::vector<Piece> script = {{CannedHttpServer::sse_head()}};
+  for (int i = 1; i <= 3; ++i)
+    script.push_back({CannedHttpServer::event(
+                          R"({"text":"a","meta_info":{"completion_tokens":)" + std::to_string(i) +
+                          (i == 3 ? R"(,"finish_reason":{"type":"length"}}})" : "}}")),
+                      10});
+  CannedHttpServer server(script, 8000); // then silence, no [DONE], for 8 s
+  const auto t0 = std::chrono::steady_clock::now();
+  const RequestRecord r = one_request(server, ApiKind::generate, 3);
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(r.ok) << to_string(r.error) << ": " << r.error_message;
+  EXPECT_EQ(r.output_tokens, 3);
+  EXPECT_LT(r.e2e_s, 0.5); // at the final event, not when the connection was dropped
+  EXPECT_LT(waited, 4.5);  // not the 5 s request timeout
+}
