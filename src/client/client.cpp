@@ -743,7 +743,7 @@ size_t on_data(char* p, size_t size, size_t n, void* user) {
   try {
     return t->feed_sse(std::string_view(p, len), now) ? len : 0;
   } catch (const std::exception& e) {
-    t->set_fail(ErrorKind::malformed, std::string("the answer could not be read (") + e.what() +
+    t->set_fail(ErrorKind::malformed, "the answer could not be read (" + excerpt(e.what(), 300) +
                                           "): report this specbench bug with the server's answer");
     return 0;
   }
@@ -943,7 +943,7 @@ struct Client::Impl {
           }
         } catch (const std::exception& e) {
           t.set_fail(ErrorKind::malformed,
-                     std::string("the answer could not be read (") + e.what() +
+                     "the answer could not be read (" + excerpt(e.what(), 300) +
                          "): report this specbench bug with the server's answer");
         }
       }

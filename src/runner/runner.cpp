@@ -667,12 +667,11 @@ void SweepRun::build_manifest() {
   write_manifest();
 }
 
-// A hub id ("org/name") is the server's to download, so only local paths are checked. A path
-// that is absolute or relative-explicit is checked even when it is gone: a model that vanished
-// (the seeds' /dev/shm emptied by a reboot) must block the phase, not slip past the preflight.
-// Anything at the path here, a dangling link included (symlink_status, not exists: the seeds'
-// /dev/shm link), is local. Otherwise only "org/name" or a bare "name" can be a hub id: a path
-// with two or more slashes is a local folder that is gone.
+// A hub id is the server's to download, so only local paths are checked, gone ones included: a
+// model that vanished (the seeds' /dev/shm emptied by a reboot) must block the phase, not slip
+// past the preflight. Local: an absolute or ./ ../ ~ path, anything at the path here (a dangling
+// link too: symlink_status, not exists), or a path with two or more slashes. Only "org/name" or
+// a bare "name" with nothing here can be a hub id.
 std::string model_path_to_check(const std::string& path) {
   if (path.empty())
     return {};
