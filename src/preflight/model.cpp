@@ -413,7 +413,7 @@ void run_model_layer(Run& run) {
                   (is_link ? " (a symbolic link to " + target + ", which is gone)" : "");
       if (in_shm)
         shm_diagnosis(c);
-      else if (looks_like_hub_id(path)) {
+      else if (looks_like_hub_id(path) && !is_link) { // a link here is a local path
         c.diagnosis = "\"" + path +
                       "\" is not a folder here; it looks like a Hugging Face hub id, which the "
                       "server downloads itself, and the model layer checks local folders only";

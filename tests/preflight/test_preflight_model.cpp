@@ -680,6 +680,19 @@ TEST(PreflightModel, ADanglingIndexLinkAndAHubIdAreNamed) {
   r = run_preflight(plan);
   EXPECT_THAT(check(r, "model.dir").diagnosis, HasSubstr("Hugging Face hub id"));
   EXPECT_THAT(check(r, "model.dir").remedy, HasSubstr("leave --model out"));
+
+  // "folder/name" shaped like a hub id, but a dangling link here: a local model that is gone.
+  const std::string folder = "sb-links-" + std::to_string(::getpid());
+  fs::create_directory(folder);
+  struct RemoveFolder {
+    std::string path;
+    ~RemoveFolder() { fs::remove_all(path); }
+  } remove_folder{folder};
+  fs::create_symlink("/nonexistent/specbench-gone-model", folder + "/model");
+  plan.model_path = folder + "/model";
+  r = run_preflight(plan);
+  EXPECT_THAT(check(r, "model.dir").summary, HasSubstr("a symbolic link to"));
+  EXPECT_THAT(check(r, "model.dir").diagnosis, ::testing::Not(HasSubstr("hub id")));
 }
 
 // Files the user may not read are a permission problem, not a broken download. As root (CI) the
