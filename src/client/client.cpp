@@ -17,7 +17,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <mutex>
+#include <optional>
 
 namespace specbench {
 namespace {
@@ -60,6 +62,17 @@ std::string json_error_of(const std::string& text) {
     return excerpt(at == std::string::npos ? what : what.substr(at + 2), 160);
   }
   return "valid JSON";
+}
+
+// FNV-1a over a list of token ids: tells a repeated output_ids list from a new one.
+uint64_t hash_of_ids(const json& ids) {
+  uint64_t h = 1469598103934665603ull;
+  for (const json& x : ids) {
+    const uint64_t v = x.is_number_integer() ? static_cast<uint64_t>(x.get<int64_t>())
+                                             : std::hash<std::string>{}(x.dump());
+    h = (h ^ v) * 1099511628211ull;
+  }
+  return h;
 }
 
 bool starts_with(std::string_view s, std::string_view p) {
@@ -351,6 +364,7 @@ struct Transfer {
   int64_t last_completion = 0; // the highest cumulative count seen (completion_tokens or ids)
   int64_t counted = 0;         // tokens attributed to events so far (/generate)
   bool guessed = false;        // some event without a count was taken as one token
+  std::optional<uint64_t> last_ids; // hash of the last output_ids that grew (no count given)
   bool saw_done = false, saw_finish = false;
   bool first_line = true;   // the stream's first line, which may start with a byte-order mark
   bool after_cr = false;    // the last read ended with '\r': a '\n' first in the next one goes
@@ -474,7 +488,12 @@ struct Transfer {
       }
       const auto fr = m->find("finish_reason");
       const bool final_event = fr != m->end() && !fr->is_null();
-      if (!completion && id_count > 0 && id_count <= last_completion && !final_event) {
+      // The same list again (an event repeated mid-stream) adds no token and is no sign of
+      // incremental ids; it is told apart by a hash of the ids, computed only when the list
+      // did not grow.
+      const bool repeated = !completion && id_count > 0 && id_count == last_completion &&
+                            last_ids.has_value() && *last_ids == hash_of_ids(*ids);
+      if (!completion && id_count > 0 && id_count <= last_completion && !final_event && !repeated) {
         // Cumulative ids grow with every event that carries a token; a list that does not grow
         // is the newest ids only, which without completion_tokens cannot be counted (taken as
         // cumulative, 8 tokens counted as 1).
@@ -484,6 +503,9 @@ struct Transfer {
                      "): they look like the newest ids only, and without "
                      "meta_info.completion_tokens the tokens cannot be counted");
         return false;
+      }
+      if (!completion && id_count > 0 && id_count > last_completion) {
+        last_ids = hash_of_ids(*ids); // the list grew: kept for an event that repeats it
       }
       if (count >= 0) {
         // The count is cumulative; events before it without one were counted a token each.

@@ -457,3 +457,25 @@ TEST(ClientAnswers, AGenerateStreamHeldOpenAfterItsFinalEventKeepsTheAnswer) {
   EXPECT_LT(r.e2e_s, 0.5); // at the final event, not when the connection was dropped
   EXPECT_LT(waited, 4.5);  // not the 5 s request timeout
 }
+
+// Cumulative output_ids without a count, one event repeated mid-stream: no new token, and no sign
+// of incremental ids (the first fix failed this stream as "did not grow").
+TEST(ClientAnswers, ARepeatedCumulativeIdsEventAddsNoTokenAndIsNoError) {
+  std::vector<Piece> script = {{CannedHttpServer::sse_head()}};
+  std::string ids;
+  for (int i = 0; i < 4; ++i) {
+    ids += (i ? "," : "") + std::to_string(100 + i);
+    const std::string ev =
+        CannedHttpServer::event(R"({"text":"a","output_ids":[)" + ids + R"(],"meta_info":{}})");
+    script.push_back({ev});
+    if (i == 1)
+      script.push_back({ev}); // the same list again
+  }
+  script.push_back({CannedHttpServer::event(R"({"text":"","output_ids":[)" + ids +
+                                            R"(],"meta_info":{"finish_reason":"length"}})")});
+  script.push_back({CannedHttpServer::event("[DONE]")});
+  CannedHttpServer server(script);
+  const RequestRecord r = one_request(server, ApiKind::generate, 4);
+  ASSERT_TRUE(r.ok) << r.error_message;
+  EXPECT_EQ(r.output_tokens, 4);
+}
