@@ -142,6 +142,22 @@ unsigned dtype_bits(const std::string& d) {
 // The safetensors library refuses larger headers.
 constexpr uint64_t kMaxHeaderBytes = 100'000'000;
 
+// What stops a weight file from being read, or "". A pipe or device is refused unopened (its
+// "size" is not one); `size` is set only once known, since file_size answers (uintmax_t)-1 on
+// failure, which was once added to bytes_on_disk.
+std::string readable_weight_file(const fs::path& p, uintmax_t& size) {
+  if (std::string why = file_problem(p, "weight file"); !why.empty())
+    return why;
+  std::error_code ec;
+  const uintmax_t known = fs::file_size(p, ec);
+  if (ec)
+    return open_failure(ec);
+  size = known; // on disk whether or not it may be read
+  if (::access(p.c_str(), R_OK) != 0)
+    return open_failure(std::error_code(errno, std::generic_category()));
+  return {};
+}
+
 // Checks one .safetensors file as the safetensors library does before a server can load it: an
 // 8-byte little-endian header length (at most 100,000,000), a JSON object header starting with
 // '{', every entry a tensor {dtype, shape, data_offsets} (or "__metadata__", strings only), the
@@ -150,18 +166,11 @@ constexpr uint64_t kMaxHeaderBytes = 100'000'000;
 // all holds. `names` receives the tensors' names.
 std::string check_safetensors(const fs::path& p, uintmax_t& size_out,
                               std::set<std::string>& names) {
-  // A pipe or device is refused unopened; its "size" is not one.
-  if (std::string why = file_problem(p, "weight file"); !why.empty())
-    return why;
-  std::error_code ec;
-  // Counted only once known: file_size answers (uintmax_t)-1 on failure, which was added to
-  // bytes_on_disk.
-  const uintmax_t size = fs::file_size(p, ec);
-  if (ec)
-    return open_failure(ec);
+  uintmax_t size = 0;
+  const std::string unreadable = readable_weight_file(p, size);
   size_out = size;
-  if (::access(p.c_str(), R_OK) != 0)
-    return open_failure(std::error_code(errno, std::generic_category()));
+  if (!unreadable.empty())
+    return unreadable;
   std::ifstream in(p, std::ios::binary);
   unsigned char len_bytes[8] = {};
   if (size < 8 || !in.read(reinterpret_cast<char*>(len_bytes), 8))
@@ -281,15 +290,11 @@ std::string check_safetensors(const fs::path& p, uintmax_t& size_out,
 // Checks one PyTorch .bin weight file (a pickle, not parsed here): a regular, readable, non-empty
 // file. Returns "" when so.
 std::string check_pickle(const fs::path& p, uintmax_t& size_out) {
-  if (std::string why = file_problem(p, "weight file"); !why.empty())
-    return why;
-  std::error_code ec;
-  const uintmax_t size = fs::file_size(p, ec);
-  if (ec)
-    return open_failure(ec);
+  uintmax_t size = 0;
+  const std::string unreadable = readable_weight_file(p, size);
   size_out = size;
-  if (::access(p.c_str(), R_OK) != 0)
-    return open_failure(std::error_code(errno, std::generic_category()));
+  if (!unreadable.empty())
+    return unreadable;
   if (size == 0)
     return "empty (0 bytes)";
   return {};

@@ -9,6 +9,7 @@
 
 #include <csignal>
 #include <fstream>
+#include <functional>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -72,10 +73,13 @@ const CheckResult& check(const PreflightReport& r, const std::string& id) {
   return *c;
 }
 
-// The model checks' "id: status: summary" lines, from a preflight run in a child process that is
-// killed after `seconds`: a check that blocks (a FIFO opened for reading waits for a writer) then
-// fails the test instead of hanging it.
-std::string model_checks_in_child(const PreflightPlan& plan, unsigned seconds = 20) {
+// One preflight run in a forked child, killed after `seconds` (a check that blocks, such as a FIFO
+// opened for reading, then fails the test instead of hanging it), and with `as_nobody` dropped to
+// uid and gid 65534 first when run as root (root reads everything). Returns what `describe` makes
+// of the report, or why the child gave nothing.
+std::string preflight_in_child(const PreflightPlan& plan,
+                               const std::function<std::string(const PreflightReport&)>& describe,
+                               bool as_nobody = false, unsigned seconds = 20) {
   int fds[2];
   if (::pipe(fds) != 0)
     return "pipe failed";
@@ -83,11 +87,9 @@ std::string model_checks_in_child(const PreflightPlan& plan, unsigned seconds = 
   if (child == 0) {
     ::close(fds[0]);
     ::alarm(seconds);
-    const PreflightReport r = run_preflight(plan);
-    std::string text;
-    for (const auto& c : r.checks)
-      if (c.layer == PreflightLayer::model)
-        text += c.id + ": " + std::string(to_string(c.status)) + ": " + c.summary + "\n";
+    if (as_nobody && ::geteuid() == 0 && (::setgid(65534) != 0 || ::setuid(65534) != 0))
+      ::_exit(3);
+    const std::string text = describe(run_preflight(plan));
     [[maybe_unused]] ssize_t w = ::write(fds[1], text.data(), text.size());
     ::_exit(0);
   }
@@ -101,7 +103,36 @@ std::string model_checks_in_child(const PreflightPlan& plan, unsigned seconds = 
   ::waitpid(child, &st, 0);
   if (WIFSIGNALED(st) && WTERMSIG(st) == SIGALRM)
     return "the preflight hung for " + std::to_string(seconds) + " s";
+  if (as_nobody && WIFEXITED(st) && WEXITSTATUS(st) == 3)
+    return "the child could not drop to nobody";
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+    return "the preflight's child ended abnormally (wait status " + std::to_string(st) + ")";
   return text;
+}
+
+// The model checks' "id: status: summary" lines, from a preflight run in a child process.
+std::string model_checks_in_child(const PreflightPlan& plan, unsigned seconds = 20) {
+  return preflight_in_child(
+      plan,
+      [](const PreflightReport& r) {
+        std::string text;
+        for (const auto& c : r.checks)
+          if (c.layer == PreflightLayer::model)
+            text += c.id + ": " + std::string(to_string(c.status)) + ": " + c.summary + "\n";
+        return text;
+      },
+      false, seconds);
+}
+
+// One check's summary, diagnosis and remedy, from a preflight run as nobody (see above).
+std::string check_as_nobody(const PreflightPlan& plan, const std::string& id) {
+  return preflight_in_child(
+      plan,
+      [&](const PreflightReport& r) {
+        const CheckResult* c = r.find(id);
+        return c ? c->summary + "\n" + c->diagnosis + "\n" + c->remedy : std::string("none");
+      },
+      true);
 }
 
 TEST(PreflightModel, CompleteModelPassesAndFits) {
@@ -713,30 +744,9 @@ TEST(PreflightModel, UnreadableFilesAreAPermissionProblem) {
   fs::permissions(dir / "model-00001-of-00002.safetensors",
                   fs::perms::owner_read | fs::perms::owner_write);
   plan.model_path = dir.string();
-  int fds[2];
-  ASSERT_EQ(::pipe(fds), 0);
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    ::close(fds[0]);
-    if (::geteuid() == 0 && (::setgid(65534) != 0 || ::setuid(65534) != 0))
-      ::_exit(3);
-    const PreflightReport r = run_preflight(plan);
-    const CheckResult* c = r.find("model.weights");
-    const std::string text = c ? c->summary + "\n" + c->diagnosis + "\n" + c->remedy : "none";
-    [[maybe_unused]] ssize_t w = ::write(fds[1], text.data(), text.size());
-    ::_exit(0);
-  }
-  ::close(fds[1]);
-  std::string text;
-  char buf[4096];
-  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;)
-    text.append(buf, static_cast<size_t>(n));
-  ::close(fds[0]);
-  int st = 0;
-  ASSERT_EQ(::waitpid(child, &st, 0), child);
+  const std::string text = check_as_nobody(plan, "model.weights");
   fs::remove_all(base);
-  ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "the child could not drop to nobody";
+  ASSERT_NE(text, "the child could not drop to nobody");
   EXPECT_THAT(text, HasSubstr("model-00001-of-00002.safetensors: cannot be read"));
   EXPECT_THAT(text, HasSubstr("may not read the model's files"));
   EXPECT_THAT(text, HasSubstr("chmod -R a+rX"));
@@ -830,31 +840,10 @@ TEST(PreflightModel, AParentFolderThatMayNotBeEnteredIsNamed) {
   fs::permissions(base, fs::perms::all);
   fs::permissions(base / "locked", fs::perms::none); // not even its owner may enter
   plan.model_path = dir.string();
-  int fds[2];
-  ASSERT_EQ(::pipe(fds), 0);
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    ::close(fds[0]);
-    if (::geteuid() == 0 && (::setgid(65534) != 0 || ::setuid(65534) != 0))
-      ::_exit(3);
-    const PreflightReport r = run_preflight(plan);
-    const CheckResult* c = r.find("model.dir");
-    const std::string text = c ? c->summary + "\n" + c->diagnosis + "\n" + c->remedy : "none";
-    [[maybe_unused]] ssize_t w = ::write(fds[1], text.data(), text.size());
-    ::_exit(0);
-  }
-  ::close(fds[1]);
-  std::string text;
-  char buf[4096];
-  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;)
-    text.append(buf, static_cast<size_t>(n));
-  ::close(fds[0]);
-  int st = 0;
-  ASSERT_EQ(::waitpid(child, &st, 0), child);
+  const std::string text = check_as_nobody(plan, "model.dir");
   fs::permissions(base / "locked", fs::perms::all);
   fs::remove_all(base);
-  ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "the child could not drop to nobody";
+  ASSERT_NE(text, "the child could not drop to nobody");
   const std::string locked = (base / "locked").string();
   EXPECT_THAT(text, HasSubstr("cannot be reached: " + locked + " may not be entered"));
   EXPECT_THAT(text, HasSubstr("chmod a+x " + locked));
