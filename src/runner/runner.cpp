@@ -610,11 +610,12 @@ void SweepRun::keep_previous_attempt(const Cell& c) {
               "); the new attempt replaces it");
       return;
     }
-    previous_status_.erase(c.id);
-    kept_attempts_[c.id] = "attempt " + std::to_string(attempt) + " (" + to_string(st->second) +
-                           ") is kept in " + fs::relative(*moved, store_.dir(), ec).string();
-    message("kept attempt " + std::to_string(attempt) + " of " + c.id + " (" +
-            to_string(st->second) + ") in " + moved->string());
+    const std::string status = to_string(st->second);
+    previous_status_.erase(st); // `st` dangles from here on
+    kept_attempts_[c.id] = "attempt " + std::to_string(attempt) + " (" + status + ") is kept in " +
+                           fs::relative(*moved, store_.dir(), ec).string();
+    message("kept attempt " + std::to_string(attempt) + " of " + c.id + " (" + status + ") in " +
+            moved->string());
     return;
   }
   // A log without a result: an attempt killed with the runner (its server's last words).
