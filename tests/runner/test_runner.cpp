@@ -81,6 +81,33 @@ RunnerOptions options(const fs::path& dir) {
   return o;
 }
 
+// What running one cell gave: the sweep's outcome and that cell's stored result.
+struct OneCell {
+  Expected<SweepOutcome> out;
+  Expected<CellResult> result;
+};
+
+// Runs only `cell` of `sweep` into `dir`, with `server_args` added to the server's launch line
+// (a sim-server --fault, say), and loads that cell's result.
+OneCell run_one_cell(const fs::path& dir, Sweep sweep, const std::string& cell,
+                     const std::vector<std::string>& server_args = {}) {
+  for (const auto& a : server_args)
+    sweep.server.launch.push_back(a);
+  auto o = options(dir);
+  o.only = {cell};
+  auto out = run_sweep(sweep, expand(sweep), o);
+  auto store = ResultStore::open(dir);
+  if (!store)
+    return {std::move(out), store.status()};
+  return {std::move(out), store->load(cell)};
+}
+
+// The autoregressive cell of `sweep` against a sim-server started with `--fault fault`.
+OneCell run_autoregressive_with_fault(const fs::path& dir, const std::string& fault,
+                                      Sweep sweep = small_sweep(16, {4})) {
+  return run_one_cell(dir, std::move(sweep), "tp1-autoregressive", {"--fault", fault});
+}
+
 size_t count_files(const fs::path& dir) {
   size_t n = 0;
   std::error_code ec;
@@ -432,14 +459,8 @@ TEST(Runner, StopRequestInterruptsTheCellInFlightAndKeepsFinishedOnes) {
 // the cell stays ok, with a note that says how many ended early, why, and the shortest.
 TEST(Runner, AnswersShorterThanIgnoreEosAskedAreNoted) {
   const auto dir = specbench::testing::make_temp_dir("runner-stop-early");
-  auto sweep = small_sweep(16, {4});
-  for (const char* a : {"--fault", "stop-early"})
-    sweep.server.launch.push_back(a);
-  auto o = options(dir);
-  o.only = {"tp1-autoregressive"};
-  auto out = run_sweep(sweep, expand(sweep), o);
+  auto [out, r] = run_autoregressive_with_fault(dir, "stop-early");
   ASSERT_TRUE(out) << out.status().to_string();
-  auto r = ResultStore::open(dir)->load("tp1-autoregressive");
   ASSERT_TRUE(r) << r.status().to_string();
   EXPECT_EQ(r->status, CellStatus::ok);
   std::string note;
@@ -452,11 +473,10 @@ TEST(Runner, AnswersShorterThanIgnoreEosAskedAreNoted) {
 
   // Without ignore_eos an early stop is the model's to make: no note.
   const auto dir2 = specbench::testing::make_temp_dir("runner-stop-early-eos");
+  auto sweep = small_sweep(16, {4});
   sweep.workloads[0].ignore_eos = false;
-  auto o2 = options(dir2);
-  o2.only = {"tp1-autoregressive"};
-  ASSERT_TRUE(run_sweep(sweep, expand(sweep), o2));
-  auto r2 = ResultStore::open(dir2)->load("tp1-autoregressive");
+  auto [out2, r2] = run_autoregressive_with_fault(dir2, "stop-early", sweep);
+  ASSERT_TRUE(out2) << out2.status().to_string();
   ASSERT_TRUE(r2) << r2.status().to_string();
   for (const auto& n : r2->notes)
     EXPECT_EQ(n.find("ended before max_new_tokens"), std::string::npos) << n;
@@ -465,13 +485,8 @@ TEST(Runner, AnswersShorterThanIgnoreEosAskedAreNoted) {
 // A cell whose requests failed said what failed but not what to do: its diagnosis was empty.
 TEST(Runner, FailedRequestsGiveTheCellADiagnosisForTheirKind) {
   const auto dir = specbench::testing::make_temp_dir("runner-request-diagnosis");
-  auto sweep = small_sweep(16, {4});
-  for (const char* a : {"--fault", "lying-counts"})
-    sweep.server.launch.push_back(a);
-  auto o = options(dir);
-  o.only = {"tp1-autoregressive"};
-  ASSERT_TRUE(run_sweep(sweep, expand(sweep), o));
-  auto r = ResultStore::open(dir)->load("tp1-autoregressive");
+  auto [out, r] = run_autoregressive_with_fault(dir, "lying-counts");
+  ASSERT_TRUE(out) << out.status().to_string();
   ASSERT_TRUE(r) << r.status().to_string();
   ASSERT_EQ(r->status, CellStatus::failed);
   ASSERT_TRUE(r->failure);
@@ -630,15 +645,11 @@ TEST(Runner, AServerWithoutMetricsLeavesTheFiguresAbsentWithTheReason) {
   const auto dir = specbench::testing::make_temp_dir("runner-no-metrics");
   auto sweep = small_sweep(24, {4});
   sweep.workloads[0].runs = 2;
-  for (const char* a : {"--fault", "no-metrics", "--decode-log-interval", "1"})
-    sweep.server.launch.push_back(a);
-  auto o = options(dir);
-  o.only = {"tp1-ddtree-b4"};
-  auto out = run_sweep(sweep, expand(sweep), o);
+  auto [out, r] = run_one_cell(dir, sweep, "tp1-ddtree-b4",
+                               {"--fault", "no-metrics", "--decode-log-interval", "1"});
   ASSERT_TRUE(out) << out.status().to_string();
   EXPECT_EQ(out->ok, 1);
   EXPECT_EQ(out->exit_code(), 0);
-  auto r = ResultStore::open(dir)->load("tp1-ddtree-b4");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, CellStatus::ok);
   EXPECT_FALSE(r->failure);
@@ -673,15 +684,10 @@ TEST(Runner, AServerWithoutMetricsLeavesTheFiguresAbsentWithTheReason) {
 // or a broken counter) are left out with the reason, not reported beside the measured figures.
 TEST(Runner, ServerCountersBeyondWhatTheMethodCanCommitAreLeftOut) {
   const auto dir = specbench::testing::make_temp_dir("runner-lying-metrics");
-  auto sweep = small_sweep(24, {4});
-  for (const char* a : {"--fault", "lying-metrics", "--decode-log-interval", "1"})
-    sweep.server.launch.push_back(a);
-  auto o = options(dir);
-  o.only = {"tp1-ddtree-b4"};
-  auto out = run_sweep(sweep, expand(sweep), o);
+  auto [out, r] = run_one_cell(dir, small_sweep(24, {4}), "tp1-ddtree-b4",
+                               {"--fault", "lying-metrics", "--decode-log-interval", "1"});
   ASSERT_TRUE(out) << out.status().to_string();
   EXPECT_EQ(out->ok, 1);
-  auto r = ResultStore::open(dir)->load("tp1-ddtree-b4");
   ASSERT_TRUE(r);
   ASSERT_EQ(r->runs.size(), 1u);
   ASSERT_TRUE(r->runs[0].server_side);
@@ -742,12 +748,9 @@ TEST(Runner, TextPromptsLongerThanMaxPromptTokensAreNoted) {
   sweep.workloads[0].concurrency = 1;
   for (const auto& d : validate_sweep(sweep))
     ASSERT_NE(d.severity, Severity::error) << d.to_string();
-  auto o = options(dir / "results");
-  o.only = {"tp1-autoregressive"};
-  auto out = run_sweep(sweep, expand(sweep), o);
+  auto [out, r] = run_one_cell(dir / "results", sweep, "tp1-autoregressive");
   ASSERT_TRUE(out) << out.status().to_string();
   EXPECT_EQ(out->ok, 1);
-  auto r = ResultStore::open(dir / "results")->load("tp1-autoregressive");
   ASSERT_TRUE(r);
   ASSERT_EQ(r->requests.size(), 2u);
   // The server's counts of the two prompts (in the order the workload drew them).
@@ -763,17 +766,13 @@ TEST(Runner, TextPromptsLongerThanMaxPromptTokensAreNoted) {
 
 TEST(Runner, AnAutoregressiveCellWhoseServerSpeculatesFails) {
   const auto dir = specbench::testing::make_temp_dir("runner-ar-speculates");
-  auto sweep = small_sweep(24, {4});
-  for (const char* a : {"--speculative-algorithm", "DDTREE", "--speculative-num-draft-tokens", "8",
-                        "--speculative-ddtree-budget", "4"})
-    sweep.server.launch.push_back(a);
-  auto o = options(dir);
-  o.only = {"tp1-autoregressive"};
-  auto out = run_sweep(sweep, expand(sweep), o);
+  auto [out, r] =
+      run_one_cell(dir, small_sweep(24, {4}), "tp1-autoregressive",
+                   {"--speculative-algorithm", "DDTREE", "--speculative-num-draft-tokens", "8",
+                    "--speculative-ddtree-budget", "4"});
   ASSERT_TRUE(out) << out.status().to_string();
   EXPECT_EQ(out->failed, 1);
   EXPECT_EQ(out->exit_code(), 1);
-  auto r = ResultStore::open(dir)->load("tp1-autoregressive");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, CellStatus::failed);
   ASSERT_TRUE(r->failure);
@@ -818,13 +817,8 @@ TEST(Runner, BytesThatAreNotUtf8FromTheServerLoseNoResult) {
     const auto dir = specbench::testing::make_temp_dir("runner-garbage-body");
     auto sweep = small_sweep(24, {4});
     sweep.server.readiness_timeout_s = 2;
-    for (const char* a : {"--fault", "garbage-body"})
-      sweep.server.launch.push_back(a);
-    auto o = options(dir);
-    o.only = {"tp1-autoregressive"};
-    auto out = run_sweep(sweep, expand(sweep), o);
+    auto [out, r] = run_autoregressive_with_fault(dir, "garbage-body", sweep);
     ASSERT_TRUE(out) << out.status().to_string();
-    auto r = ResultStore::open(dir)->load("tp1-autoregressive");
     ASSERT_TRUE(r) << r.status().to_string();
     EXPECT_EQ(r->status, CellStatus::failed);
     ASSERT_TRUE(r->failure);
