@@ -47,6 +47,38 @@ std::string chat_chunk(const std::string& delta_key, const std::string& text) {
                                  text + R"("},"finish_reason":null}]})");
 }
 
+// A /generate stream whose events carry output_ids and no count: one event (text "a") for each
+// list in `id_lists`, then, with `final_event`, one with no text that repeats the last list and
+// says finish_reason "length"; then [DONE].
+std::vector<Piece> output_ids_stream(const std::vector<std::vector<int>>& id_lists,
+                                     bool final_event = true) {
+  const auto event = [](const char* text, const std::vector<int>& ids, const char* meta_info) {
+    std::string list;
+    for (int id : ids)
+      list += (list.empty() ? "" : ",") + std::to_string(id);
+    return CannedHttpServer::event(R"({"text":")" + std::string(text) + R"(","output_ids":[)" +
+                                   list + R"(],"meta_info":)" + meta_info + "}");
+  };
+  std::vector<Piece> script = {{CannedHttpServer::sse_head()}};
+  for (const auto& ids : id_lists)
+    script.push_back({event("a", ids, "{}")});
+  if (final_event && !id_lists.empty())
+    script.push_back({event("", id_lists.back(), R"({"finish_reason":"length"})")});
+  script.push_back({CannedHttpServer::event("[DONE]")});
+  return script;
+}
+
+// Cumulative output_ids lists: {100}, {100, 101}, ... up to `n` ids.
+std::vector<std::vector<int>> cumulative_ids(int n) {
+  std::vector<std::vector<int>> lists;
+  std::vector<int> ids;
+  for (int i = 0; i < n; ++i) {
+    ids.push_back(100 + i);
+    lists.push_back(ids);
+  }
+  return lists;
+}
+
 } // namespace
 
 // SGLang counts as strings: taken as "not reported", the client would count one token per event
@@ -323,29 +355,17 @@ TEST(ClientAnswers, ACountOnlyInTheLastEventCountsWhatWasNotCountedYet) {
 // output_ids holding only the newest ids, with no completion_tokens, were read as cumulative:
 // eight tokens counted as one, an ok request at an eighth of its throughput.
 TEST(ClientAnswers, IncrementalOutputIdsWithoutACountFailTheRequest) {
-  std::vector<Piece> script = {{CannedHttpServer::sse_head()}};
+  std::vector<std::vector<int>> incremental;
   for (int i = 0; i < 8; ++i)
-    script.push_back({CannedHttpServer::event(R"({"text":"a","output_ids":[)" +
-                                              std::to_string(100 + i) + R"(],"meta_info":{}})")});
-  script.push_back({CannedHttpServer::event("[DONE]")});
-  CannedHttpServer server(script);
+    incremental.push_back({100 + i});
+  CannedHttpServer server(output_ids_stream(incremental, false));
   const RequestRecord r = one_request(server, ApiKind::generate, 8);
   EXPECT_EQ(r.error, ErrorKind::malformed) << r.error_message;
   EXPECT_NE(r.error_message.find("output_ids did not grow (1 ids after 1)"), std::string::npos)
       << r.error_message;
 
   // Cumulative ids, the final event repeating them all, count as they should.
-  std::vector<Piece> cumulative = {{CannedHttpServer::sse_head()}};
-  std::string ids;
-  for (int i = 0; i < 4; ++i) {
-    ids += (i ? "," : "") + std::to_string(100 + i);
-    cumulative.push_back(
-        {CannedHttpServer::event(R"({"text":"a","output_ids":[)" + ids + R"(],"meta_info":{}})")});
-  }
-  cumulative.push_back({CannedHttpServer::event(R"({"text":"","output_ids":[)" + ids +
-                                                R"(],"meta_info":{"finish_reason":"length"}})")});
-  cumulative.push_back({CannedHttpServer::event("[DONE]")});
-  CannedHttpServer honest(cumulative);
+  CannedHttpServer honest(output_ids_stream(cumulative_ids(4)));
   const RequestRecord ok = one_request(honest, ApiKind::generate, 4);
   ASSERT_TRUE(ok.ok) << ok.error_message;
   EXPECT_EQ(ok.output_tokens, 4);
@@ -461,20 +481,10 @@ TEST(ClientAnswers, AGenerateStreamHeldOpenAfterItsFinalEventKeepsTheAnswer) {
 // Cumulative output_ids without a count, one event repeated mid-stream: no new token, and no sign
 // of incremental ids (the first fix failed this stream as "did not grow").
 TEST(ClientAnswers, ARepeatedCumulativeIdsEventAddsNoTokenAndIsNoError) {
-  std::vector<Piece> script = {{CannedHttpServer::sse_head()}};
-  std::string ids;
-  for (int i = 0; i < 4; ++i) {
-    ids += (i ? "," : "") + std::to_string(100 + i);
-    const std::string ev =
-        CannedHttpServer::event(R"({"text":"a","output_ids":[)" + ids + R"(],"meta_info":{}})");
-    script.push_back({ev});
-    if (i == 1)
-      script.push_back({ev}); // the same list again
-  }
-  script.push_back({CannedHttpServer::event(R"({"text":"","output_ids":[)" + ids +
-                                            R"(],"meta_info":{"finish_reason":"length"}})")});
-  script.push_back({CannedHttpServer::event("[DONE]")});
-  CannedHttpServer server(script);
+  auto lists = cumulative_ids(4);
+  const std::vector<int> again = lists[1];
+  lists.insert(lists.begin() + 2, again); // {100, 101} twice in a row
+  CannedHttpServer server(output_ids_stream(lists));
   const RequestRecord r = one_request(server, ApiKind::generate, 4);
   ASSERT_TRUE(r.ok) << r.error_message;
   EXPECT_EQ(r.output_tokens, 4);
