@@ -81,6 +81,16 @@ RunnerOptions options(const fs::path& dir) {
   return o;
 }
 
+// A preflight report that passes (one stand-in check), for tests that need a preflight to run.
+PreflightReport passing_preflight() {
+  PreflightReport r;
+  CheckResult c;
+  c.id = "stand-in";
+  c.status = CheckStatus::pass;
+  r.checks.push_back(c);
+  return r;
+}
+
 // What running one cell gave: the sweep's outcome and that cell's stored result.
 struct OneCell {
   Expected<SweepOutcome> out;
@@ -354,12 +364,7 @@ TEST(Runner, AReportTakenWhileARunSortsTheDirectoryWaitsForTheSorting) {
   bool report_read_before_cells = false;
   o.preflight_fn = [&](const PreflightPlan&) {
     report_read_before_cells = wait_for_report(20.0);
-    PreflightReport r;
-    CheckResult c;
-    c.id = "stand-in";
-    c.status = CheckStatus::pass;
-    r.checks.push_back(c);
-    return r;
+    return passing_preflight();
   };
   auto out = run_sweep(changed, expand(changed), o);
   if (reader.joinable())
@@ -508,14 +513,7 @@ TEST(Runner, AGoneLocalDrafterBlocksTheCellsThatLoadIt) {
   for (const char* a : {"--speculative-draft-model-path", "{draft_model}"})
     sweep.server.method_args["tree"].push_back(a);
   auto o = options(dir);
-  o.preflight_fn = [](const PreflightPlan&) {
-    PreflightReport r;
-    CheckResult c;
-    c.id = "stand-in";
-    c.status = CheckStatus::pass;
-    r.checks.push_back(c);
-    return r;
-  };
+  o.preflight_fn = [](const PreflightPlan&) { return passing_preflight(); };
   auto out = run_sweep(sweep, expand(sweep), o);
   ASSERT_TRUE(out) << out.status().to_string();
   EXPECT_EQ(out->ok, 1);
