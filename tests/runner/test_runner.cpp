@@ -91,6 +91,27 @@ PreflightReport passing_preflight() {
   return r;
 }
 
+// A sweep slow enough to stop mid-cell: 400 tokens a request, 200 us a token.
+Sweep slow_sweep() {
+  auto sweep = small_sweep(400, {4});
+  sweep.server.launch.push_back("--cost-per-token-us");
+  sweep.server.launch.push_back("200");
+  return sweep;
+}
+
+// Runs `sweep` into `dir` and asks it to stop as soon as its second cell (tp1-ddtree-b4) is
+// measuring.
+Expected<SweepOutcome> run_stopped_in_the_second_cell(const fs::path& dir, const Sweep& sweep) {
+  std::atomic<bool> stop{false};
+  auto o = options(dir);
+  o.stop = &stop;
+  o.on_event = [&](const RunnerEvent& e) {
+    if (e.kind == RunnerEventKind::cell_progress && e.cell_id == "tp1-ddtree-b4" && e.run >= 0)
+      stop = true;
+  };
+  return run_sweep(sweep, expand(sweep), o);
+}
+
 // What running one cell gave: the sweep's outcome and that cell's stored result.
 struct OneCell {
   Expected<SweepOutcome> out;
@@ -434,19 +455,7 @@ TEST(Runner, GpuMemoryNotBackToBaselineBlocksTheRestOfThePhase) {
 
 TEST(Runner, StopRequestInterruptsTheCellInFlightAndKeepsFinishedOnes) {
   const auto dir = specbench::testing::make_temp_dir("runner-stop");
-  auto sweep = small_sweep(400, {4});
-  sweep.server.launch.push_back("--cost-per-token-us");
-  sweep.server.launch.push_back("200");
-  auto matrix = expand(sweep);
-  std::atomic<bool> stop{false};
-  auto o = options(dir);
-  o.stop = &stop;
-  o.on_event = [&](const RunnerEvent& e) {
-    // Stop as soon as the second cell is measuring.
-    if (e.kind == RunnerEventKind::cell_progress && e.cell_id == "tp1-ddtree-b4" && e.run >= 0)
-      stop = true;
-  };
-  auto out = run_sweep(sweep, matrix, o);
+  auto out = run_stopped_in_the_second_cell(dir, slow_sweep());
   ASSERT_TRUE(out) << out.status().to_string();
   EXPECT_TRUE(out->stopped);
   EXPECT_EQ(out->exit_code(), 130);
@@ -541,17 +550,8 @@ TEST(Runner, AGoneLocalDrafterBlocksTheCellsThatLoadIt) {
 // they go to stale/<stamp>-retried/, and the new result says where.
 TEST(Runner, ACellRunAgainKeepsItsEarlierAttemptAndLogAside) {
   const auto dir = specbench::testing::make_temp_dir("runner-retried");
-  auto sweep = small_sweep(400, {4});
-  sweep.server.launch.push_back("--cost-per-token-us");
-  sweep.server.launch.push_back("200");
-  std::atomic<bool> stop{false};
-  auto o = options(dir);
-  o.stop = &stop;
-  o.on_event = [&](const RunnerEvent& e) {
-    if (e.kind == RunnerEventKind::cell_progress && e.cell_id == "tp1-ddtree-b4" && e.run >= 0)
-      stop = true;
-  };
-  auto first = run_sweep(sweep, expand(sweep), o);
+  const auto sweep = slow_sweep();
+  auto first = run_stopped_in_the_second_cell(dir, sweep);
   ASSERT_TRUE(first) << first.status().to_string();
   ASSERT_EQ(ResultStore::open(dir)->load("tp1-ddtree-b4")->status, CellStatus::interrupted);
   const auto read = [](const fs::path& p) {
