@@ -252,10 +252,9 @@ Expected<fs::path> ResultStore::move_aside(const std::string& cell_id,
     return Status(StatusCode::io_error,
                   "cannot move " + cell_path(cell_id).string() + " aside: " + ec.message(), "",
                   "ResultStore::move_aside");
-  if (fs::exists(log_path(cell_id), ec)) {
-    fs::create_directories(target_dir / "logs", ec);
-    fs::rename(log_path(cell_id), target_dir / "logs" / (cell_id + ".log"), ec);
-  }
+  // The result is what must not be mixed with fresh ones; a log left behind is only a log.
+  if (fs::exists(log_path(cell_id), ec))
+    (void)move_log_aside(cell_id, batch);
   return target;
 }
 
