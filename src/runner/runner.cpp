@@ -424,8 +424,8 @@ private:
     }
     r.started_at = utc_now_iso8601();
     r.finished_at = r.started_at;
-    auto prev = previous_attempts_.find(c.id);
-    r.attempt = prev == previous_attempts_.end() ? 1 : prev->second + 1;
+    auto prev = previous_.find(c.id);
+    r.attempt = prev == previous_.end() ? 1 : prev->second.attempt + 1;
     if (auto kept = kept_attempts_.find(c.id); kept != kept_attempts_.end())
       r.notes.push_back(kept->second);
     return r;
@@ -512,8 +512,14 @@ private:
   int to_run_ = 0, index_ = 0, cells_timed_ = 0;
   double cell_time_sum_ = 0;
   bool in_cell_ = false;
-  std::map<std::string, int> previous_attempts_;
-  std::map<std::string, CellStatus> previous_status_; // of the stored result this run found
+  // The stored result this run found for a cell: its attempt and status, and whether it has
+  // been moved aside for a new attempt (keep_previous_attempt).
+  struct PreviousResult {
+    int attempt = 0;
+    CellStatus status = CellStatus::ok;
+    bool kept_aside = false;
+  };
+  std::map<std::string, PreviousResult> previous_;
   std::map<std::string, std::string> stale_batches_;  // why -> this run's folder under stale/
   std::map<std::string, std::string> kept_attempts_;  // cell -> where its last attempt was kept
   std::map<std::string, CellStatus> final_status_;
@@ -571,8 +577,7 @@ Status SweepRun::prepare_store() {
       move(id, "fresh");
       continue;
     }
-    previous_attempts_[id] = stored->attempt;
-    previous_status_[id] = stored->status;
+    previous_[id] = {stored->attempt, stored->status, false};
     final_status_[id] = stored->status;
     if (stored->complete())
       complete_.insert(id);
@@ -594,13 +599,15 @@ const std::string& SweepRun::stale_batch(const std::string& why) {
 // (blocked, skipped) is overwritten: the new one repeats or replaces it.
 void SweepRun::keep_previous_attempt(const Cell& c) {
   std::error_code ec;
-  const auto st = previous_status_.find(c.id);
-  const bool keep_result = st != previous_status_.end() && (st->second == CellStatus::failed ||
-                                                            st->second == CellStatus::interrupted);
+  const auto prev = previous_.find(c.id);
+  PreviousResult* stored = prev == previous_.end() ? nullptr : &prev->second;
+  const bool keep_result =
+      stored && !stored->kept_aside &&
+      (stored->status == CellStatus::failed || stored->status == CellStatus::interrupted);
   const bool keep_log_only = !keep_result && fs::exists(store_.log_path(c.id), ec);
   if (!keep_result && !keep_log_only)
     return;
-  const int attempt = previous_attempts_.count(c.id) ? previous_attempts_[c.id] : 0;
+  const int attempt = stored ? stored->attempt : 0;
   const std::string& batch = stale_batch("retried");
   if (keep_result) {
     auto moved = store_.move_aside(c.id, batch);
@@ -610,8 +617,8 @@ void SweepRun::keep_previous_attempt(const Cell& c) {
               "); the new attempt replaces it");
       return;
     }
-    const std::string status = to_string(st->second);
-    previous_status_.erase(st); // `st` dangles from here on
+    stored->kept_aside = true;
+    const std::string status = to_string(stored->status);
     kept_attempts_[c.id] = "attempt " + std::to_string(attempt) + " (" + status + ") is kept in " +
                            fs::relative(*moved, store_.dir(), ec).string();
     message("kept attempt " + std::to_string(attempt) + " of " + c.id + " (" + status + ") in " +
@@ -1037,18 +1044,18 @@ CellResult SweepRun::run_cell(const Cell& c, const Phase& phase) {
              request_failure_diagnosis(q.error),
              server.log_tail(static_cast<size_t>(opt_.log_tail_lines)), false);
       } else {
+        // r.requests holds the runs' records in order: the first failed one's text is there,
+        // its kind (for the diagnosis) in the record.
         int failed = 0;
-        const RequestMetrics* first = nullptr;
+        size_t first = 0, i = 0;
         ErrorKind first_kind = ErrorKind::none;
         for (const auto& run : wr->runs)
-          for (const auto& q : run.records)
-            if (!q.ok && first_kind == ErrorKind::none)
+          for (const auto& q : run.records) {
+            if (!q.ok && failed++ == 0) {
+              first = i;
               first_kind = q.error;
-        for (const auto& q : r.requests)
-          if (!q.ok) {
-            ++failed;
-            if (!first)
-              first = &q;
+            }
+            ++i;
           }
         if (static_cast<int>(wr->runs.size()) < c.workload.runs || !wr->aborted.empty()) {
           fail(CellStage::measure,
@@ -1059,7 +1066,7 @@ CellResult SweepRun::run_cell(const Cell& c, const Phase& phase) {
         } else if (failed > 0) {
           fail(CellStage::measure,
                std::to_string(failed) + " of " + std::to_string(r.requests.size()) +
-                   " measured requests failed; first: " + first->error,
+                   " measured requests failed; first: " + r.requests[first].error,
                request_failure_diagnosis(first_kind),
                server.log_tail(static_cast<size_t>(opt_.log_tail_lines)), false);
         } else {
