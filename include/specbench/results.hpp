@@ -90,6 +90,9 @@ struct ServerSideFigures {
   /// SGLang internal_states[0].avg_spec_accept_length after the run (not a delta: cumulative
   /// since the server started or the last /flush_cache; lags up to decode_log_interval steps).
   std::optional<double> sglang_avg_spec_accept_length_after;
+  /// Why the server's average is absent although it gave one (outside what a step commits, not
+  /// finite); "" otherwise, and in results written before this field.
+  std::string sglang_avg_left_out;
   std::vector<std::string> notes; ///< caveats from the scrape (counter went down, synthetic, ...)
 };
 

@@ -6,6 +6,7 @@
 /// other clients, SGLang's 40-step logging lag), so they are reported apart from per-request
 /// figures, as deltas where the metric is a counter.
 
+#include "specbench/results.hpp"
 #include "specbench/status.hpp"
 
 #include <map>
@@ -79,14 +80,24 @@ struct ServerDelta {
   std::string acceptance_absent_reason;
   double draft_acceptance_rate = -1; ///< delta accepted / delta draft tokens, -1 = n/a
   /// SGLang's internal_states[0].avg_spec_accept_length after the run (server-cumulative since
-  /// start or the last /flush_cache; lags up to 40 decode steps), -1 when absent.
-  double sglang_avg_spec_accept_length_after = -1;
+  /// start or the last /flush_cache; lags up to 40 decode steps), as the server gave it (even
+  /// when impossible: server_side_figures bounds it); absent when the server gave none.
+  std::optional<double> sglang_avg_spec_accept_length_after;
   std::vector<std::string> notes; ///< caveats worth printing
 };
 
 /// Differences two snapshots (counters that went down, e.g. after a restart, are noted and
 /// skipped; when `before` has no metrics but `after` has, counters are not differenced at all).
 ServerDelta diff_snapshots(const ServerSnapshot& before, const ServerSnapshot& after);
+
+/// The server's own figures for one measured run, from scrapes right before and right after it.
+/// A side that did not answer makes the figures that need it absent, with the reason.
+/// `max_tokens_per_step`: the most one verify step of the cell's method commits; counters that
+/// give more (or a draft acceptance rate above 1), and an SGLang average outside 1 to that, are
+/// not this run's or are wrong: they are left out with a note rather than reported beside the
+/// measured figures.
+ServerSideFigures server_side_figures(const ServerSnapshot& before, const ServerSnapshot& after,
+                                      int max_tokens_per_step);
 
 /// POST /flush_cache (SGLang: frees the prefix cache and resets speculative counters; only
 /// works when the server is idle). Fails with the status and body when the server says no.

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 
 namespace specbench {
@@ -281,9 +282,9 @@ ServerDelta diff_snapshots(const ServerSnapshot& before, const ServerSnapshot& a
   rate("vllm:spec_decode_num_accepted_tokens_total", "vllm:spec_decode_num_draft_tokens_total");
   rate("llamacpp:spec_decode_num_accepted_tokens_total",
        "llamacpp:spec_decode_num_draft_tokens_total");
-  if (!after.avg_spec_accept_length.empty() && after.avg_spec_accept_length[0])
-    d.sglang_avg_spec_accept_length_after = *after.avg_spec_accept_length[0];
-  if (d.sglang_avg_spec_accept_length_after >= 0)
+  if (!after.avg_spec_accept_length.empty())
+    d.sglang_avg_spec_accept_length_after = after.avg_spec_accept_length[0];
+  if (d.sglang_avg_spec_accept_length_after)
     d.notes.push_back(
         "SGLang avg_spec_accept_length is cumulative since server start or the last "
         "/flush_cache, from DP rank 0 only, and lags up to decode_log_interval steps");
@@ -299,6 +300,72 @@ ServerDelta diff_snapshots(const ServerSnapshot& before, const ServerSnapshot& a
   if (after.synthetic_model)
     d.notes.push_back("the server's model is synthetic (specbench sim-server)");
   return d;
+}
+
+ServerSideFigures server_side_figures(const ServerSnapshot& before, const ServerSnapshot& after,
+                                      int max_tokens_per_step) {
+  auto why = [](bool ok_before, const std::string& err_before, bool ok_after,
+                const std::string& err_after) -> std::string {
+    if (!ok_before)
+      return err_before + (ok_after ? " (before the run; it answered after)" : "");
+    if (!ok_after)
+      return err_after + " (after the run)";
+    return {};
+  };
+  const ServerDelta d = diff_snapshots(before, after);
+  ServerSideFigures f;
+  f.interval_s = d.interval_s;
+  f.metrics_ok = before.metrics_ok && after.metrics_ok;
+  f.metrics_error =
+      why(before.metrics_ok, before.metrics_error, after.metrics_ok, after.metrics_error);
+  f.server_info_ok = before.server_info_ok && after.server_info_ok;
+  f.server_info_error = why(before.server_info_ok, before.server_info_error, after.server_info_ok,
+                            after.server_info_error);
+  f.notes = d.notes;
+  const auto number = [](double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.4g", v);
+    return std::string(buf);
+  };
+  if (!f.metrics_ok)
+    f.acceptance_absent_reason = f.metrics_error;
+  else if (d.acceptance_length < 0)
+    f.acceptance_absent_reason = d.acceptance_absent_reason;
+  if (f.metrics_ok && d.acceptance_length >= 0) {
+    if (d.acceptance_length < 1 || d.acceptance_length > max_tokens_per_step + 1e-9) {
+      f.notes.push_back("the server's counters give an acceptance length of " +
+                        number(d.acceptance_length) + " (" + d.acceptance_source +
+                        "), outside 1.." + std::to_string(max_tokens_per_step) +
+                        ", what a step of this method commits: left out (another client's "
+                        "traffic, or counters that are wrong)");
+      f.acceptance_absent_reason = f.notes.back();
+    } else {
+      f.acceptance_length = d.acceptance_length;
+      f.acceptance_source = d.acceptance_source;
+    }
+  }
+  if (f.metrics_ok && d.draft_acceptance_rate >= 0) {
+    if (d.draft_acceptance_rate > 1 + 1e-9)
+      f.notes.push_back("the server's counters give a draft acceptance rate of " +
+                        number(d.draft_acceptance_rate) +
+                        ", more accepted drafts than proposed: left out");
+    else
+      f.draft_acceptance_rate = d.draft_acceptance_rate;
+  }
+  if (d.sglang_avg_spec_accept_length_after) {
+    // The same bound as the counters: a step commits 1 to max_tokens_per_step tokens (a
+    // negative average too: it is no "absent" marker here).
+    const double avg = *d.sglang_avg_spec_accept_length_after;
+    if (!std::isfinite(avg) || avg < 1 || avg > max_tokens_per_step + 1e-9) {
+      f.sglang_avg_left_out = "SGLang's avg_spec_accept_length is " + number(avg) +
+                              ", outside 1.." + std::to_string(max_tokens_per_step) +
+                              ", what a step of this method commits: left out";
+      f.notes.push_back(f.sglang_avg_left_out);
+    } else {
+      f.sglang_avg_spec_accept_length_after = avg;
+    }
+  }
+  return f;
 }
 
 Status flush_cache(const ScrapeOptions& options) {

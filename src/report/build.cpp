@@ -64,6 +64,7 @@ ReportCell make_cell(const CellResult& r) {
   // The server's own view, kept apart from the client's: mean over the runs that have it.
   double sum = 0;
   int with_figure = 0;
+  std::vector<std::string> left_out;
   for (const auto& run : r.runs) {
     if (!run.server_side)
       continue;
@@ -81,12 +82,18 @@ ReportCell make_cell(const CellResult& r) {
     }
     if (s.sglang_avg_spec_accept_length_after)
       c.sglang_avg_spec_accept_length = s.sglang_avg_spec_accept_length_after; // the latest
+    // An average the server gave but that was left out is said in the report, not only in the
+    // result's per-run notes; once per distinct text.
+    if (!s.sglang_avg_left_out.empty() &&
+        std::find(left_out.begin(), left_out.end(), s.sglang_avg_left_out) == left_out.end())
+      left_out.push_back(s.sglang_avg_left_out);
   }
   if (with_figure > 0) {
     c.server_acceptance_length = sum / with_figure;
     c.server_side_absent_reason.clear();
   }
   c.notes = r.notes;
+  c.notes.insert(c.notes.end(), left_out.begin(), left_out.end());
   return c;
 }
 

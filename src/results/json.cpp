@@ -259,6 +259,7 @@ json server_side_to_json(const ServerSideFigures& s) {
           {"draft_acceptance_rate", opt(s.draft_acceptance_rate)},
           {"acceptance_absent_reason", text(s.acceptance_absent_reason)},
           {"sglang_avg_spec_accept_length_after", opt(s.sglang_avg_spec_accept_length_after)},
+          {"sglang_avg_left_out", text(s.sglang_avg_left_out)},
           {"notes", s.notes}};
 }
 ServerSideFigures server_side_from_json(const json& j) {
@@ -277,6 +278,7 @@ ServerSideFigures server_side_from_json(const json& j) {
   s.draft_acceptance_rate = opt_double(j, "draft_acceptance_rate");
   s.acceptance_absent_reason = text("acceptance_absent_reason");
   s.sglang_avg_spec_accept_length_after = opt_double(j, "sglang_avg_spec_accept_length_after");
+  s.sglang_avg_left_out = text("sglang_avg_left_out");
   s.notes = j.value("notes", std::vector<std::string>{});
   return s;
 }

@@ -204,73 +204,6 @@ std::string short_answer_note(const std::vector<RunResult>& runs, const Workload
          " tokens): the server stopped early, so its throughput is over less work than asked";
 }
 
-// The server's own figures for one measured run, from scrapes right before and right after it.
-// A side that did not answer makes the figures that need it absent, with the reason.
-// `max_tokens_per_step`: the most one verify step of the cell's method commits; counters that
-// give more (or a draft acceptance rate above 1) are not this run's, or are wrong, and are left
-// out with a note rather than reported beside the measured figures.
-ServerSideFigures server_side_of(const ServerSnapshot& before, const ServerSnapshot& after,
-                                 int max_tokens_per_step) {
-  auto why = [](bool ok_before, const std::string& err_before, bool ok_after,
-                const std::string& err_after) -> std::string {
-    if (!ok_before)
-      return err_before + (ok_after ? " (before the run; it answered after)" : "");
-    if (!ok_after)
-      return err_after + " (after the run)";
-    return {};
-  };
-  const ServerDelta d = diff_snapshots(before, after);
-  ServerSideFigures f;
-  f.interval_s = d.interval_s;
-  f.metrics_ok = before.metrics_ok && after.metrics_ok;
-  f.metrics_error =
-      why(before.metrics_ok, before.metrics_error, after.metrics_ok, after.metrics_error);
-  f.server_info_ok = before.server_info_ok && after.server_info_ok;
-  f.server_info_error = why(before.server_info_ok, before.server_info_error, after.server_info_ok,
-                            after.server_info_error);
-  f.notes = d.notes;
-  const auto number = [](double v) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.4g", v);
-    return std::string(buf);
-  };
-  if (!f.metrics_ok)
-    f.acceptance_absent_reason = f.metrics_error;
-  else if (d.acceptance_length < 0)
-    f.acceptance_absent_reason = d.acceptance_absent_reason;
-  if (f.metrics_ok && d.acceptance_length >= 0) {
-    if (d.acceptance_length < 1 || d.acceptance_length > max_tokens_per_step + 1e-9) {
-      f.notes.push_back("the server's counters give an acceptance length of " +
-                        number(d.acceptance_length) + " (" + d.acceptance_source +
-                        "), outside 1.." + std::to_string(max_tokens_per_step) +
-                        ", what a step of this method commits: left out (another client's "
-                        "traffic, or counters that are wrong)");
-      f.acceptance_absent_reason = f.notes.back();
-    } else {
-      f.acceptance_length = d.acceptance_length;
-      f.acceptance_source = d.acceptance_source;
-    }
-  }
-  if (f.metrics_ok && d.draft_acceptance_rate >= 0) {
-    if (d.draft_acceptance_rate > 1 + 1e-9)
-      f.notes.push_back("the server's counters give a draft acceptance rate of " +
-                        number(d.draft_acceptance_rate) +
-                        ", more accepted drafts than proposed: left out");
-    else
-      f.draft_acceptance_rate = d.draft_acceptance_rate;
-  }
-  if (const double avg = d.sglang_avg_spec_accept_length_after; avg >= 0) {
-    // The same bound as the counters: a step commits 1 to max_tokens_per_step tokens.
-    if (!std::isfinite(avg) || avg < 1 || avg > max_tokens_per_step + 1e-9)
-      f.notes.push_back("SGLang's avg_spec_accept_length is " + number(avg) + ", outside 1.." +
-                        std::to_string(max_tokens_per_step) +
-                        ", what a step of this method commits: left out");
-    else
-      f.sglang_avg_spec_accept_length_after = avg;
-  }
-  return f;
-}
-
 std::string cuda_version_text(int v) {
   if (v <= 0)
     return {};
@@ -999,7 +932,7 @@ CellResult SweepRun::run_cell(const Cell& c, const Phase& phase) {
           slot = f;
           return;
         }
-        slot = server_side_of(before, scrape_server(mo), c.method.verify_width());
+        slot = server_side_figures(before, scrape_server(mo), c.method.verify_width());
       };
       stage_event("warmup");
       last_run = -1;

@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cmath>
 #include <fstream>
 #include <numeric>
@@ -411,6 +413,32 @@ TEST(Metrics, NoCounterDeltasWithoutABeforeScrape) {
   EXPECT_NE(d.notes.front().find("connection timed out"), std::string::npos) << d.notes.front();
   EXPECT_EQ(d.acceptance_absent_reason, "no metrics before the run (/metrics: connection timed "
                                         "out); counters not differenced");
+}
+
+// SGLang's avg_spec_accept_length gets the counters' bound, 1 to what a step commits. A negative
+// value was taken for "absent" (the old -1 marker) and dropped without a word; now it is left
+// out, saying so, like any other impossible value.
+TEST(Metrics, AnImpossibleSglangAverageIsLeftOutWithTheReason) {
+  ServerSnapshot a, b;
+  a.server_info_ok = b.server_info_ok = true;
+  for (const auto& [avg, text] :
+       std::vector<std::pair<double, std::string>>{{-1.0, "-1"}, {0.5, "0.5"}, {6.0, "6"}}) {
+    b.avg_spec_accept_length = {avg};
+    const auto f = server_side_figures(a, b, 5);
+    EXPECT_FALSE(f.sglang_avg_spec_accept_length_after) << avg;
+    EXPECT_EQ(f.sglang_avg_left_out, "SGLang's avg_spec_accept_length is " + text +
+                                         ", outside 1..5, what a step of this method commits: "
+                                         "left out");
+    EXPECT_NE(std::find(f.notes.begin(), f.notes.end(), f.sglang_avg_left_out), f.notes.end());
+  }
+  b.avg_spec_accept_length = {3.5};
+  const auto kept = server_side_figures(a, b, 5);
+  EXPECT_EQ(kept.sglang_avg_spec_accept_length_after, 3.5);
+  EXPECT_TRUE(kept.sglang_avg_left_out.empty());
+  b.avg_spec_accept_length = {std::nullopt}; // no average given: nothing to say
+  const auto none = server_side_figures(a, b, 5);
+  EXPECT_FALSE(none.sglang_avg_spec_accept_length_after);
+  EXPECT_TRUE(none.sglang_avg_left_out.empty());
 }
 
 TEST(Metrics, ScrapeWithoutEndpointsIsNotAnError) {

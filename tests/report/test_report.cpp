@@ -580,6 +580,34 @@ TEST(Report, TheStoredServerSideReasonIsShown) {
   EXPECT_EQ(back->runs[0].server_side->acceptance_absent_reason, s.acceptance_absent_reason);
 }
 
+// SGLang's average, when the runner left it out as impossible for the method, was said only in
+// the result's per-run notes: the report showed "no server-side figure" with no word on why.
+// Now the reason is a cell note (once, however many runs give it) and survives the results file.
+TEST(Report, ALeftOutSglangAverageIsSaidInTheCellsNotes) {
+  auto results = sample();
+  const std::string why = "SGLang's avg_spec_accept_length is -1, outside 1..33, what a step of "
+                          "this method commits: left out";
+  ServerSideFigures s;
+  s.server_info_ok = true;
+  s.sglang_avg_left_out = why;
+  s.notes = {why};
+  results[2].runs[0].server_side = s;
+  results[2].runs[1].server_side = s;
+  const auto rep = build_report(results, nullptr);
+  const auto* c = find(rep, results[2].cell_id);
+  ASSERT_TRUE(c);
+  EXPECT_FALSE(c->sglang_avg_spec_accept_length);
+  EXPECT_EQ(std::count(c->notes.begin(), c->notes.end(), why), 1) << "said once";
+  const auto md = report_markdown(rep);
+  const size_t at = md.find("## Notes\n\n");
+  ASSERT_NE(at, std::string::npos) << md;
+  EXPECT_NE(md.find("- **" + results[2].cell_id + "**: " + why + "\n", at), std::string::npos)
+      << md.substr(at);
+  const auto back = cell_result_from_json(to_json(results[2]));
+  ASSERT_TRUE(back && back->runs[0].server_side);
+  EXPECT_EQ(back->runs[0].server_side->sglang_avg_left_out, why);
+}
+
 TEST(Report, SvgStaysXmlAndDrawsOnlyCellsThatFailedAsFailed) {
   auto results = sample();
   // A colourised log line, and U+FFFE and U+FFFF: UTF-8, but not characters XML 1.0 allows.
