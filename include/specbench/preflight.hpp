@@ -103,6 +103,9 @@ struct PreflightPlan {
   int tp = 1;             ///< GPUs the phase needs (tensor-parallel group size)
   std::vector<int> gpus;  ///< CUDA ordinals to use; empty = the first `tp` visible devices
   std::string model_path; ///< model directory to check; empty = no model layer
+  /// Drafter directory the speculative cells load, checked like the model (ids model.draft_*,
+  /// no tokenizer) and counted with it in model.draft_memory_fit; empty = not checked.
+  std::string draft_model_path;
   std::uint64_t min_free_memory_bytes = 0;      ///< per planned GPU; 0 = no minimum
   std::uint64_t allocation_bytes = 64ull << 20; ///< compute: test allocation per GPU
   double model_memory_headroom = 1.1; ///< model fits when weights*headroom <= free of the group
@@ -145,6 +148,11 @@ public:
 
   /// True when it ran and no check failed (warnings allowed).
   bool passed() const noexcept;
+  /// passed(), leaving the drafter's checks out (is_drafter_check): what the cells that do not
+  /// load the drafter need.
+  bool passed_without_drafter() const noexcept;
+  /// The first failed drafter check; nullptr if none failed.
+  const CheckResult* first_drafter_failure() const noexcept;
   /// True when at least one check warned.
   bool has_warnings() const noexcept;
   /// True when the preflight could not run to a verdict (run_error is set).
@@ -166,6 +174,17 @@ public:
   /// Human table: one line per check, diagnosis/remedy under warn/fail, colour if asked.
   std::string to_table(bool colour = false) const;
 };
+
+/// Whether `path` names a model on the Hugging Face hub, which the server downloads itself, and not
+/// a local folder: "org/name" or a bare "name" with nothing at that path here. A path that starts
+/// with /, . or ~, has two slashes or more, or has anything at it (a dangling link too) is local,
+/// gone or not: the model layer checks it, so a model that vanished (/dev/shm emptied by a
+/// reboot) blocks the phase instead of slipping past as a hub id.
+bool is_hub_model_id(const std::string& path);
+
+/// True for the checks of the drafter (PreflightPlan::draft_model_path), "model.draft_...": only
+/// the cells whose server loads the drafter depend on them.
+bool is_drafter_check(const std::string& id) noexcept;
 
 /// Checks `plan` for impossible values (tp < 1, duplicate or negative GPU ordinals, gpus that do
 /// not match tp, zero allocation) without touching the machine.

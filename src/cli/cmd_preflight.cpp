@@ -16,6 +16,7 @@ struct PreflightArgs {
   int tp = 1;
   std::string gpus;
   std::string model;
+  std::string draft_model;
   bool json = false;
   double min_free_gib = 0;
   double alloc_mib = 64;
@@ -38,6 +39,10 @@ Registrar reg{Command{
       sub->add_option("--gpus", args->gpus, "CUDA ordinals to use, e.g. 0,1,2,3 or 0-3")
           ->check(non_empty);
       sub->add_option("--model", args->model, "model directory to check (config, safetensors, fit)")
+          ->check(non_empty);
+      sub->add_option("--draft-model", args->draft_model,
+                      "drafter directory the speculative cells load (config, safetensors, fit "
+                      "beside --model)")
           ->check(non_empty);
       sub->add_flag("--json", args->json, "print the report as JSON (schema_version 1)");
       sub->add_option("--min-free-gib", args->min_free_gib, "fail if a planned GPU has less free");
@@ -103,6 +108,7 @@ Registrar reg{Command{
             plan.tp = static_cast<int>(plan.gpus.size());
         }
         plan.model_path = args->model;
+        plan.draft_model_path = args->draft_model;
         plan.min_free_memory_bytes = static_cast<std::uint64_t>(args->min_free_gib * (1ull << 30));
         plan.allocation_bytes = static_cast<std::uint64_t>(args->alloc_mib * (1ull << 20));
         auto ms = [](double s) {

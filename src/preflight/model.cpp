@@ -3,6 +3,8 @@
 // as the safetensors library checks them, and against the index; PyTorch .bin files for
 // presence and size), and whether the weights fit in the free memory of the TP group. A model
 // kept in /dev/shm that a reboot emptied, or that a copy left incomplete, gets its own diagnosis.
+// The drafter of the speculative cells, when the plan names one, gets the same folder, config and
+// weight checks, and must fit beside the target.
 #include "preflight/layers.hpp"
 #include "preflight/model_files.hpp"
 
@@ -16,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <sys/statvfs.h>
@@ -97,14 +100,6 @@ fs::path follow_links(const fs::path& p) {
     done = next;
   }
   return done;
-}
-
-// "org/name" that is not a folder here: what a sweep or --model gives for a model the server
-// downloads from the Hugging Face hub.
-bool looks_like_hub_id(const std::string& path) {
-  const auto slash = path.find('/');
-  return slash != std::string::npos && slash > 0 && slash + 1 < path.size() &&
-         path.find('/', slash + 1) == std::string::npos && path[0] != '.' && path[0] != '~';
 }
 
 std::string since(double s) {
@@ -300,12 +295,35 @@ std::string check_pickle(const fs::path& p, uintmax_t& size_out) {
   return {};
 }
 
-} // namespace
+// One folder the model layer checks: the target model (--model) or the drafter that the
+// speculative cells load (--draft-model), each with its own check ids and words. The drafter
+// shares the target's tokenizer, so it has no tokenizer check.
+struct Folder {
+  std::string path;
+  std::string ids;  // check-id prefix: "model." or "model.draft_"
+  std::string noun; // "model" or "drafter"
+  std::string flag; // "--model" or "--draft-model"
+  std::string key;  // the sweep's key: "model.path" or "model.draft_path"
+  bool tokenizer = true;
+};
 
-void run_model_layer(Run& run) {
-  const std::string& path = run.plan.model_path;
-  if (path.empty())
-    return;
+struct FolderVerdict {
+  bool weights_ok = false;
+  uintmax_t weight_bytes = 0;
+  std::string blocked; // why the weights could not be counted ("blocked by model.dir"), or ""
+};
+
+void skipped(Run& run, const std::string& id, const std::string& why) {
+  auto c = make_check(id, PreflightLayer::model);
+  c.status = CheckStatus::skipped;
+  c.summary = why;
+  run.report.checks.push_back(std::move(c));
+}
+
+FolderVerdict check_folder(Run& run, const Folder& m) {
+  const std::string& path = m.path;
+  const std::string& noun = m.noun;
+  const auto id = [&](const char* name) { return m.ids + name; };
   std::error_code ec;
   // The model lives in /dev/shm when its path, or where its symbolic link points (relative
   // links resolved from the link's folder), is inside /dev/shm: not /dev/shm2 or /dev/shmx.
@@ -327,11 +345,12 @@ void run_model_layer(Run& run) {
     const double up = uptime_s(run);
     c.facts.emplace_back("filesystem", type.empty() ? "unknown" : type);
     c.facts.emplace_back("host_uptime", since(up));
-    c.diagnosis = "the model lived in /dev/shm, which is memory (" +
+    c.diagnosis = "the " + noun + " lived in /dev/shm, which is memory (" +
                   (type.empty() ? std::string("tmpfs") : type) +
                   ") and is emptied at every boot; the machine booted " + since(up) +
-                  " ago, so the model was most likely lost in that reboot";
-    c.remedy = "download the model again (or copy it from persistent storage) before the run; "
+                  " ago, so the " + noun + " was most likely lost in that reboot";
+    c.remedy = "download the " + noun +
+               " again (or copy it from persistent storage) before the run; "
                "keep a copy on disk and stage it to /dev/shm in a boot-time step";
   };
   // The folder is there but some weights are not: a reboot empties all of /dev/shm, so this is
@@ -350,23 +369,25 @@ void run_model_layer(Run& run) {
                  : "; /dev/shm has " + gib(free_b) + " free of " + gib(size_b) +
                        " now (a copy stops short when it fills up)";
     }
-    c.diagnosis = "the copy of the model in /dev/shm is incomplete or was interrupted (a reboot "
-                  "would have emptied all of /dev/shm, but other files of the model are there)" +
-                  room;
+    c.diagnosis = "the copy of the " + noun +
+                  " in /dev/shm is incomplete or was interrupted (a reboot would have emptied all "
+                  "of /dev/shm, but other files of the " +
+                  noun + " are there)" + room;
     c.remedy = "make room in /dev/shm if it is full (df -h /dev/shm; a tmpfs holds at most its "
-               "size= mount option), then copy the model into it again";
+               "size= mount option), then copy the " +
+               noun + " into it again";
   };
   bool dir_ok = false;
   bool unreadable = false; // a permission problem, which "download it again" would not fix
   const auto unreadable_diagnosis = [&](CheckResult& c) {
     c.diagnosis = "specbench runs as uid " + std::to_string(::getuid()) +
-                  ", which may not read the model's files";
+                  ", which may not read the " + noun + "'s files";
     c.remedy = "make them readable (chmod -R a+rX " + path +
                ") or run specbench as the user that owns them";
   };
   { // directory
     const auto t0 = Clock::now();
-    auto c = make_check("model.dir", PreflightLayer::model);
+    auto c = make_check(id("dir"), PreflightLayer::model);
     c.facts.emplace_back("path", path);
     const auto link = fs::symlink_status(path, ec);
     const bool is_link = !ec && fs::is_symlink(link);
@@ -380,7 +401,7 @@ void run_model_layer(Run& run) {
     if (denied || (fs::is_directory(st) && ::access(path.c_str(), R_OK | X_OK) != 0)) {
       c.status = CheckStatus::fail;
       unreadable = true;
-      c.summary = "model directory " + path + " cannot be read: permission denied";
+      c.summary = noun + " directory " + path + " cannot be read: permission denied";
       unreadable_diagnosis(c);
       // A folder above the model that may not be entered: chmod -R on the model cannot reach
       // the model's files then, so name that folder.
@@ -391,73 +412,70 @@ void run_model_layer(Run& run) {
       for (const fs::path& part : abs.parent_path()) {
         prefix /= part;
         if (::access(prefix.c_str(), X_OK) != 0) {
-          c.summary = "model directory " + path + " cannot be reached: " + prefix.string() +
+          c.summary = noun + " directory " + path + " cannot be reached: " + prefix.string() +
                       " may not be entered (permission denied)";
           c.facts.emplace_back("blocked_at", prefix.string());
           c.diagnosis = "specbench runs as uid " + std::to_string(::getuid()) +
                         ", which may not pass through " + prefix.string();
           c.remedy = "let it through (chmod a+x " + prefix.string() +
                      " lets others pass without listing it), run specbench as a user that may, "
-                     "or move the model to a folder it can reach";
+                     "or move the " +
+                     noun + " to a folder it can reach";
           break;
         }
       }
     } else if (fs::exists(st) && !fs::is_directory(st)) {
       c.status = CheckStatus::fail;
-      c.summary = path + " is a file, not a model directory";
-      c.diagnosis = "--model (or the sweep's model.path) names a file";
+      c.summary = path + " is a file, not a " + noun + " directory";
+      c.diagnosis = m.flag + " (or the sweep's " + m.key + ") names a file";
       c.remedy = "give the directory that holds config.json and the .safetensors files";
     } else if (ec == std::errc::too_many_symbolic_link_levels) {
       c.status = CheckStatus::fail;
       c.summary = path + " is a loop of symbolic links";
-      c.diagnosis = "the model path's links point at each other";
-      c.remedy = "point the link at the real model directory";
+      c.diagnosis = "the " + noun + " path's links point at each other";
+      c.remedy = "point the link at the real " + noun + " directory";
     } else if (!fs::is_directory(st)) {
       c.status = CheckStatus::fail;
-      c.summary = "model directory " + path + " does not exist" +
+      c.summary = noun + " directory " + path + " does not exist" +
                   (is_link ? " (a symbolic link to " + target + ", which is gone)" : "");
       if (in_shm)
         shm_diagnosis(c);
-      else if (looks_like_hub_id(path) && !is_link) { // a link here is a local path
+      else if (is_hub_model_id(path)) {
         c.diagnosis = "\"" + path +
                       "\" is not a folder here; it looks like a Hugging Face hub id, which the "
                       "server downloads itself, and the model layer checks local folders only";
-        c.remedy = "give the local folder the server loads (--model /path/to/model), or leave "
-                   "--model out to skip the model layer";
+        c.remedy = "give the local folder the server loads (" + m.flag + " /path/to/" + noun +
+                   "), or leave " + m.flag + " out to skip these checks";
       } else {
-        c.diagnosis = "the path is wrong or the model was never downloaded here";
-        c.remedy = "download the model (e.g. huggingface-cli download ORG/NAME --local-dir " +
-                   path + ") or fix --model";
+        c.diagnosis = "the path is wrong or the " + noun + " was never downloaded here";
+        c.remedy = "download the " + noun +
+                   " (e.g. huggingface-cli download ORG/NAME --local-dir " + path + ") or fix " +
+                   m.flag;
       }
     } else if (fs::is_empty(path, ec)) {
       c.status = CheckStatus::fail;
-      c.summary = "model directory " + path + " is empty";
+      c.summary = noun + " directory " + path + " is empty";
       if (in_shm)
         shm_diagnosis(c);
       else {
         c.diagnosis = "the download did not happen or was removed";
-        c.remedy = "download the model again";
+        c.remedy = "download the " + noun + " again";
       }
     } else {
       dir_ok = true;
-      c.summary = "model directory present";
+      c.summary = noun + " directory present";
     }
     add_check(run, std::move(c), t0);
   }
-  const auto blocked = [&](const char* id, const std::string& why) {
-    auto c = make_check(id, PreflightLayer::model);
-    c.status = CheckStatus::skipped;
-    c.summary = why;
-    run.report.checks.push_back(std::move(c));
-  };
   if (!dir_ok) {
-    for (const char* id : {"model.config", "model.tokenizer", "model.weights", "model.memory_fit"})
-      blocked(id, "blocked by model.dir");
-    return;
+    for (const char* name : {"config", "tokenizer", "weights"})
+      if (m.tokenizer || std::strcmp(name, "tokenizer") != 0)
+        skipped(run, id(name), "blocked by " + id("dir"));
+    return {false, 0, "blocked by " + id("dir")};
   }
   { // config.json
     const auto t0 = Clock::now();
-    auto c = make_check("model.config", PreflightLayer::model);
+    auto c = make_check(id("config"), PreflightLayer::model);
     const fs::path cfg_path = fs::path(path) / "config.json";
     std::string text;
     const std::string why = read_regular_file(cfg_path, kJsonFileCap, text);
@@ -471,11 +489,12 @@ void run_model_layer(Run& run) {
       c.summary = why.empty() ? "config.json is not valid JSON" : file_sentence("config.json", why);
       // A folder, a pipe or a link loop in its place is not a download that stopped short.
       const bool replaced = !why.empty() && why != "missing" && why.rfind("a dangling", 0) != 0;
-      c.diagnosis = replaced ? "something other than the model's configuration file is where "
-                               "config.json should be"
-                             : "the model download is incomplete";
+      c.diagnosis = replaced ? "something other than the " + noun +
+                                   "'s configuration file is where config.json should be"
+                             : "the " + noun + " download is incomplete";
       c.remedy = std::string(replaced ? "remove what is at " + cfg_path.string() + ", then " : "") +
-                 "download the model again (config.json comes with every Hugging Face model)";
+                 "download the " + noun +
+                 " again (config.json comes with every Hugging Face model)";
     } else {
       std::string arch = "unknown";
       if (cfg.contains("architectures") && cfg["architectures"].is_array() &&
@@ -510,8 +529,8 @@ void run_model_layer(Run& run) {
         c.summary = "config.json's max_position_embeddings is " + std::to_string(ctx) +
                     ", not a positive number of tokens";
         c.diagnosis = "config.json is damaged or was edited wrongly";
-        c.remedy = "download the model's config.json again, or set max_position_embeddings to "
-                   "the model's context length";
+        c.remedy = "download the " + noun +
+                   "'s config.json again, or set max_position_embeddings to its context length";
       } else if (heads > 0 && tp > 1 && heads % tp != 0) {
         c.status = CheckStatus::fail;
         c.summary = "num_attention_heads " + std::to_string(heads) + " is not divisible by tp " +
@@ -560,7 +579,7 @@ void run_model_layer(Run& run) {
     }
     add_check(run, std::move(c), t0);
   }
-  { // tokenizer: the server loads it from the model folder unless told otherwise
+  if (m.tokenizer) { // the server loads it from the model folder unless told otherwise
     const auto t0 = Clock::now();
     auto c = make_check("model.tokenizer", PreflightLayer::model);
     std::string found;
@@ -599,7 +618,7 @@ void run_model_layer(Run& run) {
   bool weights_ok = false;
   { // safetensors
     const auto t0 = Clock::now();
-    auto c = make_check("model.weights", PreflightLayer::model);
+    auto c = make_check(id("weights"), PreflightLayer::model);
     std::vector<std::string> shards;
     // The index's promise: shard -> the tensors it holds; and entries that name no file.
     std::map<std::string, std::vector<std::string>> listed;
@@ -752,47 +771,105 @@ void run_model_layer(Run& run) {
         partial_shm_diagnosis(c);
       else {
         c.diagnosis = "the download is incomplete or was interrupted";
-        c.remedy = "download the model again (huggingface-cli download resumes partial files)";
+        c.remedy =
+            "download the " + noun + " again (huggingface-cli download resumes partial files)";
       }
     }
     add_check(run, std::move(c), t0);
   }
-  { // fit
-    const auto t0 = Clock::now();
-    auto c = make_check("model.memory_fit", PreflightLayer::model);
-    unsigned long long free_total = 0;
-    int known = 0;
-    for (int ord : run.report.planned_gpus)
-      for (const auto& g : run.report.gpus)
-        if (g.cuda_ordinal == ord && g.memory_free_bytes) {
-          free_total += g.memory_free_bytes;
-          ++known;
-        }
-    if (!weights_ok) {
-      c.status = CheckStatus::skipped;
-      c.summary = "blocked by model.weights";
-    } else if (known == 0 || known < static_cast<int>(run.report.planned_gpus.size())) {
-      c.status = CheckStatus::skipped;
-      c.summary = "free GPU memory unknown (GPU layers did not answer)";
+  return {weights_ok, weight_bytes, weights_ok ? "" : "blocked by " + id("weights")};
+}
+
+// Free memory of the planned GPUs together, when every one of them answered.
+std::optional<unsigned long long> free_in_tp_group(const Run& run) {
+  unsigned long long free_total = 0;
+  size_t known = 0;
+  for (int ord : run.report.planned_gpus)
+    for (const auto& g : run.report.gpus)
+      if (g.cuda_ordinal == ord && g.memory_free_bytes) {
+        free_total += g.memory_free_bytes;
+        ++known;
+      }
+  if (known == 0 || known < run.report.planned_gpus.size())
+    return std::nullopt;
+  return free_total;
+}
+
+// Whether `bytes` of weights, with the plan's headroom, fit in the TP group's free memory.
+// `what` names the weights ("weights", "target and drafter weights"); `too_big` is the
+// diagnosis when they do not fit; a non-empty `blocked` skips the check, saying why.
+void check_fit(Run& run, const std::string& id, const std::string& what, uintmax_t bytes,
+               const std::string& blocked, const std::string& too_big) {
+  const auto t0 = Clock::now();
+  auto c = make_check(id, PreflightLayer::model);
+  const auto free_total = free_in_tp_group(run);
+  if (!blocked.empty()) {
+    c.status = CheckStatus::skipped;
+    c.summary = blocked;
+  } else if (!free_total) {
+    c.status = CheckStatus::skipped;
+    c.summary = "free GPU memory unknown (GPU layers did not answer)";
+  } else {
+    const double need = static_cast<double>(bytes) * run.plan.model_memory_headroom;
+    const double room = static_cast<double>(*free_total);
+    c.facts.emplace_back("weights", gib(static_cast<double>(bytes)));
+    c.facts.emplace_back("free_in_tp_group", gib(room));
+    c.facts.emplace_back("headroom", std::to_string(run.plan.model_memory_headroom));
+    if (need > room) {
+      c.status = CheckStatus::fail;
+      c.summary =
+          what + " need " + gib(need) + " with headroom, the TP group has " + gib(room) + " free";
+      c.diagnosis = too_big;
+      c.remedy = "use a larger --tp, free the GPUs (see the processes under driver.gpuN), or a "
+                 "quantised model";
     } else {
-      const double need = static_cast<double>(weight_bytes) * run.plan.model_memory_headroom;
-      c.facts.emplace_back("weights", gib(static_cast<double>(weight_bytes)));
-      c.facts.emplace_back("free_in_tp_group", gib(static_cast<double>(free_total)));
-      c.facts.emplace_back("headroom", std::to_string(run.plan.model_memory_headroom));
-      if (need > static_cast<double>(free_total)) {
-        c.status = CheckStatus::fail;
-        c.summary = "weights need " + gib(need) + " with headroom, the TP group has " +
-                    gib(static_cast<double>(free_total)) + " free";
-        c.diagnosis = "the model does not fit in the free memory of the planned GPUs";
-        c.remedy = "use a larger --tp, free the GPUs (see the processes under driver.gpuN), or a "
-                   "quantised model";
-      } else {
-        c.summary = "weights " + gib(static_cast<double>(weight_bytes)) + " fit in " +
-                    gib(static_cast<double>(free_total)) + " free across the TP group";
-      }
+      c.summary = what + " " + gib(static_cast<double>(bytes)) + " fit in " + gib(room) +
+                  " free across the TP group";
     }
-    add_check(run, std::move(c), t0);
   }
+  add_check(run, std::move(c), t0);
+}
+
+} // namespace
+
+void run_model_layer(Run& run) {
+  const PreflightPlan& plan = run.plan;
+  // A target that is a hub id is not checked here; a local drafter beside it still is.
+  FolderVerdict target{
+      false, 0,
+      "the model is not checked here (no --model), so the two cannot be counted together"};
+  if (!plan.model_path.empty()) {
+    target = check_folder(run, {plan.model_path, "model.", "model", "--model", "model.path", true});
+    check_fit(run, "model.memory_fit", "weights", target.weight_bytes, target.blocked,
+              "the model does not fit in the free memory of the planned GPUs");
+  }
+  if (plan.draft_model_path.empty())
+    return;
+  // The speculative cells load the drafter beside the target, on the same GPUs.
+  const FolderVerdict draft = check_folder(run, {plan.draft_model_path, "model.draft_", "drafter",
+                                                 "--draft-model", "model.draft_path", false});
+  check_fit(run, "model.draft_memory_fit", "target and drafter weights",
+            target.weight_bytes + draft.weight_bytes,
+            !target.blocked.empty() ? target.blocked : draft.blocked,
+            "the target and its drafter together do not fit in the free memory of the planned "
+            "GPUs (the speculative cells load both)");
 }
 
 } // namespace specbench::preflight
+
+namespace specbench {
+
+bool is_hub_model_id(const std::string& path) {
+  if (path.empty() || path[0] == '/' || path[0] == '.' || path[0] == '~')
+    return false;
+  std::error_code ec;
+  namespace fs = std::filesystem;
+  // Something is here, a dangling link too: a local path. (ec is set for "not found" as well.)
+  if (const auto t = fs::symlink_status(path, ec).type();
+      t != fs::file_type::not_found && t != fs::file_type::none)
+    return false;
+  const auto slashes = std::count(path.begin(), path.end(), '/');
+  return slashes == 0 || (slashes == 1 && path.back() != '/');
+}
+
+} // namespace specbench

@@ -50,6 +50,25 @@ bool PreflightReport::passed() const noexcept {
                       [](const CheckResult& c) { return c.status == CheckStatus::fail; });
 }
 
+bool is_drafter_check(const std::string& id) noexcept {
+  return id.rfind("model.draft_", 0) == 0;
+}
+
+bool PreflightReport::passed_without_drafter() const noexcept {
+  if (could_not_run())
+    return false;
+  return std::none_of(checks.begin(), checks.end(), [](const CheckResult& c) {
+    return c.status == CheckStatus::fail && !is_drafter_check(c.id);
+  });
+}
+
+const CheckResult* PreflightReport::first_drafter_failure() const noexcept {
+  for (const auto& c : checks)
+    if (c.status == CheckStatus::fail && is_drafter_check(c.id))
+      return &c;
+  return nullptr;
+}
+
 bool PreflightReport::has_warnings() const noexcept {
   return std::any_of(checks.begin(), checks.end(),
                      [](const CheckResult& c) { return c.status == CheckStatus::warn; });
@@ -126,6 +145,7 @@ std::string PreflightReport::to_json(int indent) const {
   j["plan"] = {{"tp", plan.tp},
                {"gpus", plan.gpus},
                {"model_path", plan.model_path},
+               {"draft_model_path", plan.draft_model_path},
                {"min_free_memory_bytes", plan.min_free_memory_bytes},
                {"allocation_bytes", plan.allocation_bytes},
                {"gemm", plan.gemm},

@@ -210,27 +210,34 @@ std::string cuda_version_text(int v) {
   return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
 }
 
+// A failed preflight check as a cell's failure reason, and its diagnosis with the fix.
+std::string failed_check_reason(const CheckResult& f) {
+  std::string s = "preflight check " + f.id + " failed: " + f.summary;
+  if (!f.cuda_error_name.empty())
+    s += " (" + f.cuda_error_name + ")";
+  return s;
+}
+
+std::string failed_check_diagnosis(const CheckResult& f) {
+  std::string s = f.diagnosis;
+  if (!f.remedy.empty())
+    s += (s.empty() ? "" : " Fix: ") + f.remedy;
+  return s;
+}
+
 std::string preflight_reason(const PreflightReport& rep) {
   if (rep.could_not_run())
     return "preflight could not run: " + rep.run_error.to_string();
-  if (const auto* f = rep.first_failure()) {
-    std::string s = "preflight check " + f->id + " failed: " + f->summary;
-    if (!f->cuda_error_name.empty())
-      s += " (" + f->cuda_error_name + ")";
-    return s;
-  }
+  if (const auto* f = rep.first_failure())
+    return failed_check_reason(*f);
   return "preflight failed";
 }
 
 std::string preflight_diagnosis(const PreflightReport& rep) {
   if (rep.could_not_run())
     return rep.run_error.remedy();
-  if (const auto* f = rep.first_failure()) {
-    std::string s = f->diagnosis;
-    if (!f->remedy.empty())
-      s += (s.empty() ? "" : " Fix: ") + f->remedy;
-    return s;
-  }
+  if (const auto* f = rep.first_failure())
+    return failed_check_diagnosis(*f);
   return {};
 }
 
@@ -272,6 +279,13 @@ private:
     message("cannot write " + what + ": " + st.to_string());
     if (write_error_.empty())
       write_error_ = "cannot write " + what + ": " + st.message();
+  }
+  // Whether the cell's server is given the drafter (model.draft_path is on its command line).
+  bool loads_drafter(const Cell& c) const {
+    const std::string& draft = sweep_.model.draft_path;
+    return !draft.empty() && std::any_of(c.argv.begin(), c.argv.end(), [&](const std::string& a) {
+      return a.find(draft) != std::string::npos;
+    });
   }
   bool selected(const Cell& c) const {
     if (opt_.only.empty())
@@ -608,78 +622,46 @@ void SweepRun::build_manifest() {
   write_manifest();
 }
 
-// A hub id is the server's to download, so only local paths are checked, gone ones included: a
-// model that vanished (the seeds' /dev/shm emptied by a reboot) must block the phase, not slip
-// past the preflight. Local: an absolute or ./ ../ ~ path, anything at the path here (a dangling
-// link too: symlink_status, not exists), or a path with two or more slashes. Only "org/name" or
-// a bare "name" with nothing here can be a hub id.
+// A hub id is the server's to download, so only local paths, gone ones included, are checked.
 std::string model_path_to_check(const std::string& path) {
-  if (path.empty())
-    return {};
-  std::error_code ec;
-  const bool explicit_path =
-      path[0] == '/' || path.rfind("./", 0) == 0 || path.rfind("../", 0) == 0 || path[0] == '~';
-  const bool something_here =
-      fs::symlink_status(path, ec).type() != fs::file_type::not_found && !ec;
-  const auto slashes = std::count(path.begin(), path.end(), '/');
-  const bool may_be_hub_id =
-      slashes == 0 || (slashes == 1 && path.front() != '/' && path.back() != '/');
-  return explicit_path || something_here || !may_be_hub_id ? path : std::string();
+  return is_hub_model_id(path) ? std::string() : path;
 }
 
-// model.draft_path, when it is local and cannot be a drafter the server loads: gone (the seeds'
-// /dev/shm after a reboot), a dangling link, not a folder, or without config.json. "" when it is
-// fine or a hub id. The preflight's model layer checks the target model in depth; a drafter that
-// is not there at all must not get as far as a server that dies loading it.
+// Why the cells that load the drafter cannot run, and what to do: from the preflight's drafter
+// checks (model.draft_*; gone from /dev/shm, damaged, no room beside the target).
 struct DraftProblem {
   std::string reason, diagnosis;
 };
-DraftProblem draft_path_problem(const std::string& draft) {
-  const std::string local = model_path_to_check(draft);
-  if (local.empty())
-    return {};
-  std::error_code ec;
-  const fs::file_status st = fs::symlink_status(local, ec);
-  std::string reason;
-  fs::path target = fs::absolute(local, ec);
-  if (st.type() == fs::file_type::not_found) {
-    reason = "model.draft_path " + draft + " does not exist";
-  } else if (fs::is_symlink(st) && !fs::exists(local, ec)) {
-    target = fs::read_symlink(local, ec);
-    reason =
-        "model.draft_path " + draft + " is a link to " + target.string() + ", which does not exist";
-  } else if (!fs::is_directory(local, ec)) {
-    reason = "model.draft_path " + draft + " is not a folder";
-  } else if (!fs::exists(fs::path(local) / "config.json", ec)) {
-    reason = "model.draft_path " + draft + " has no config.json (an incomplete or emptied copy)";
-  } else {
-    return {};
-  }
-  const std::string where = target.lexically_normal().string();
-  const bool shm = where == "/dev/shm" || where.rfind("/dev/shm/", 0) == 0;
-  return {reason, shm ? "the drafter lived in /dev/shm, which is memory and is emptied at every "
-                        "boot: download or copy it again before the run"
-                      : "put the drafter's files at that path, or point model.draft_path at them"};
-}
 
 bool SweepRun::run_preflight_for(const Phase& phase, const std::string& why) {
   PreflightPlan plan = opt_.preflight_template;
   plan.tp = phase.tp;
   plan.gpus = phase.gpus;
   plan.model_path = model_path_to_check(sweep_.model.path);
+  // The drafter is checked in depth (and counted beside the target) only where a cell loads it.
+  if (std::any_of(phase.cells.begin(), phase.cells.end(),
+                  [&](const Cell& c) { return selected(c) && loads_drafter(c); }))
+    plan.draft_model_path = model_path_to_check(sweep_.model.draft_path);
   message("preflight for " + phase.id + " (" + why + ")", phase.id);
   preflight_ = opt_.preflight_fn ? opt_.preflight_fn(plan) : run_preflight(plan);
-  const bool passed = preflight_->passed() && !preflight_->could_not_run();
+  // A drafter's failed check blocks only the cells that load it (see drafter_problem), so the
+  // phase passes without it.
+  const bool passed = preflight_->passed_without_drafter() && !preflight_->could_not_run();
+  const CheckResult* drafter = passed ? preflight_->first_drafter_failure() : nullptr;
+  const char* status = !passed ? "failed" : drafter ? "drafter_failed" : "passed";
   if (auto* mp = manifest_phase(phase.id)) {
-    mp->preflight = passed ? "passed" : "failed";
+    mp->preflight = status;
     mp->preflight_json = preflight_->to_json(-1);
   }
   write_manifest();
   RunnerEvent e;
   e.kind = RunnerEventKind::preflight_done;
   e.phase_id = phase.id;
-  e.status = passed ? "passed" : "failed";
-  e.message = passed ? std::string(preflight_->verdict()) : preflight_reason(*preflight_);
+  e.status = status;
+  e.message = !passed ? preflight_reason(*preflight_)
+              : drafter
+                  ? "the cells that load the drafter are blocked: " + failed_check_reason(*drafter)
+                  : std::string(preflight_->verdict());
   emit(e);
   return passed;
 }
@@ -1103,14 +1085,15 @@ Expected<SweepOutcome> SweepRun::run() {
     }
     if (blocked_reason.empty())
       take_memory_baseline(phase);
-    // Only cells whose server is given the drafter need it.
-    const DraftProblem draft =
-        preflight_enabled_ ? draft_path_problem(sweep_.model.draft_path) : DraftProblem{};
-    const auto uses_draft = [&](const Cell& c) {
-      return std::any_of(c.argv.begin(), c.argv.end(), [&](const std::string& a) {
-        return a.find(sweep_.model.draft_path) != std::string::npos;
-      });
+    // Only cells whose server is given the drafter need it: a failed drafter check blocks them
+    // alone. Taken again after each preflight.
+    DraftProblem draft;
+    const auto update_draft = [&] {
+      const CheckResult* f = preflight_ ? preflight_->first_drafter_failure() : nullptr;
+      draft =
+          f ? DraftProblem{failed_check_reason(*f), failed_check_diagnosis(*f)} : DraftProblem{};
     };
+    update_draft();
     int crashed_budget = 0; // largest tree budget that crashed in this phase (0 = none)
     std::string crashed_cell;
 
@@ -1125,7 +1108,7 @@ Expected<SweepOutcome> SweepRun::run() {
         record_not_run(*c, CellStatus::blocked, blocked_stage, blocked_reason, blocked_diagnosis);
         continue;
       }
-      if (!draft.reason.empty() && uses_draft(*c)) {
+      if (!draft.reason.empty() && loads_drafter(*c)) {
         record_not_run(*c, CellStatus::blocked, CellStage::preflight, draft.reason,
                        draft.diagnosis);
         continue;
@@ -1176,6 +1159,7 @@ Expected<SweepOutcome> SweepRun::run() {
         if (preflight_enabled_ && !run_preflight_for(phase, "GPU memory held after " + c->id)) {
           blocked_reason += "; " + preflight_reason(*preflight_);
         }
+        update_draft();
         continue;
       }
       if (gpu_suspect && preflight_enabled_ && !stop_requested()) {
@@ -1184,6 +1168,7 @@ Expected<SweepOutcome> SweepRun::run() {
           blocked_reason = "after " + c->id + " failed, " + preflight_reason(*preflight_);
           blocked_diagnosis = preflight_diagnosis(*preflight_);
         }
+        update_draft();
       }
     }
   }

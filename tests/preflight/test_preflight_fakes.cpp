@@ -681,7 +681,7 @@ TEST(PreflightCli, HumanTableAndExitCodes) {
   EXPECT_EQ(res.exit_code, 2);
   res = testing::run_cli({testing::cli_path().string(), "preflight", "--gpus", "x"}, env);
   EXPECT_EQ(res.exit_code, 2);
-  for (const char* option : {"--model", "--gpus", "--root"}) {
+  for (const char* option : {"--model", "--draft-model", "--gpus", "--root"}) {
     res = testing::run_cli({testing::cli_path().string(), "preflight", "--json", option, ""}, env);
     EXPECT_EQ(res.exit_code, 2) << option;
     EXPECT_NE(res.out.find(std::string(option) + ": the value is empty"), std::string::npos)
@@ -698,6 +698,24 @@ TEST(PreflightCli, HumanTableAndExitCodes) {
   EXPECT_NE(j["error"]["message"].get<std::string>().find("--tp"), std::string::npos);
   EXPECT_NE(j["error"]["remedy"].get<std::string>().find("specbench preflight --help"),
             std::string::npos);
+}
+
+// --draft-model checks the drafter in the model layer, beside the target or alone (a hub model).
+TEST(PreflightCli, DraftModelIsCheckedInTheModelLayer) {
+  FakeMachine m("cli-draft");
+  m.healthy(1);
+  const std::string gone = (m.root / "no-such-drafter").string();
+  const auto res = testing::run_cli({testing::cli_path().string(), "preflight", "--json", "--root",
+                                     m.root.string(), "--alloc-mib", "2", "--draft-model", gone},
+                                    {{"LD_LIBRARY_PATH", testing::fake_driver_dir()},
+                                     {"FAKE_GPU_COUNT", "1"},
+                                     {"FAKE_STATE_DIR", (m.root / "state").string()}});
+  ASSERT_EQ(res.exit_code, 1) << res.out;
+  const auto j = nlohmann::json::parse(res.out);
+  EXPECT_EQ(j["plan"]["draft_model_path"], gone);
+  EXPECT_EQ(j["first_failure"]["id"], "model.draft_dir") << res.out;
+  EXPECT_THAT(j["first_failure"]["summary"].get<std::string>(),
+              HasSubstr("drafter directory " + gone + " does not exist"));
 }
 
 // The real machine: where there is no NVIDIA driver (the CI box), the answer is a clean

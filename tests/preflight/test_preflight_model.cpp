@@ -873,6 +873,95 @@ std::vector<ModelCase> model_cases() {
                  bytes = v;
              EXPECT_EQ(bytes, std::to_string(fs::file_size(b.dir / kShard1Of2)));
            }},
+
+      // The drafter the speculative cells load (model.draft_path; --draft-model) was checked for
+      // existence only: a damaged shard or no room beside the target reached a server that died
+      // loading it. It now gets the model's checks, in its own ids and words, no tokenizer check
+      // (it uses the target's), and must fit beside the target. Its failures leave the target's
+      // verdict alone: the cells that do not load it still run.
+      {.name = "drafter_with_a_damaged_shard",
+       .break_it =
+           [](Bench& b) {
+             const fs::path d = make_model(b.machine.root / "models/drafter", 1, 10);
+             fs::resize_file(d / "model-00001-of-00001.safetensors", 20);
+             b.plan.draft_model_path = d.string();
+           },
+       .says = {{"model.weights", CheckStatus::pass},
+                {"model.draft_dir", CheckStatus::pass, {summary(Eq("drafter directory present"))}},
+                {"model.draft_config", CheckStatus::pass},
+                {"model.draft_weights",
+                 CheckStatus::fail,
+                 {summary(HasSubstr("missing or damaged")),
+                  remedy(HasSubstr("download the drafter again"))}},
+                {"model.draft_memory_fit",
+                 CheckStatus::skipped,
+                 {summary(Eq("blocked by model.draft_weights"))}}},
+       .absent = {"model.draft_tokenizer"},
+       .more =
+           [](const PreflightReport& r, const Bench&) {
+             EXPECT_FALSE(r.passed());
+             EXPECT_TRUE(r.passed_without_drafter());
+             ASSERT_NE(r.first_drafter_failure(), nullptr);
+             EXPECT_EQ(r.first_drafter_failure()->id, "model.draft_weights");
+           }},
+
+      {.name = "drafter_gone_from_dev_shm",
+       .break_it =
+           [](Bench& b) {
+             dev_shm_is_tmpfs(b, "600.0 100.0\n");
+             b.plan.draft_model_path = "/dev/shm/" + gone_from_dev_shm() + "-drafter";
+           },
+       .says = {{"model.dir", CheckStatus::pass},
+                {"model.draft_dir",
+                 CheckStatus::fail,
+                 {summary(HasSubstr("drafter directory /dev/shm/")),
+                  diagnosis(HasSubstr("the drafter lived in /dev/shm")),
+                  diagnosis(HasSubstr("lost in that reboot")),
+                  remedy(HasSubstr("download the drafter again"))}},
+                {"model.draft_config",
+                 CheckStatus::skipped,
+                 {summary(Eq("blocked by model.draft_dir"))}},
+                {"model.draft_weights", CheckStatus::skipped},
+                {"model.draft_memory_fit", CheckStatus::skipped}},
+       .more =
+           [](const PreflightReport& r, const Bench&) {
+             EXPECT_TRUE(r.passed_without_drafter());
+             ASSERT_NE(r.first_drafter_failure(), nullptr);
+             EXPECT_EQ(r.first_drafter_failure()->id, "model.draft_dir");
+             // The headline stays the target's first failure where it has one; here it has none.
+             ASSERT_NE(r.first_failure(), nullptr);
+             EXPECT_EQ(r.first_failure()->id, "model.draft_dir");
+           }},
+
+      {.name = "drafter_does_not_fit_beside_the_model",
+       .floats = 1000,
+       .break_it =
+           [](Bench& b) {
+             b.plan.draft_model_path =
+                 make_model(b.machine.root / "models/drafter", 1, 10000).string();
+             // 4 KB of target weights x 1e7 = 40 GB fit one H200; with the drafter's 40 KB,
+             // 440 GB do not.
+             b.plan.model_memory_headroom = 1e7;
+           },
+       .says = {{"model.memory_fit", CheckStatus::pass},
+                {"model.draft_weights", CheckStatus::pass},
+                {"model.draft_memory_fit",
+                 CheckStatus::fail,
+                 {summary(HasSubstr("target and drafter weights need")),
+                  diagnosis(HasSubstr("together do not fit"))}}}},
+
+      {.name = "drafter_beside_a_hub_model",
+       .shards = 0,
+       .break_it =
+           [](Bench& b) {
+             b.plan.draft_model_path =
+                 make_model(b.machine.root / "models/drafter", 1, 10).string();
+           },
+       .says = {{"model.draft_weights", CheckStatus::pass},
+                {"model.draft_memory_fit",
+                 CheckStatus::skipped,
+                 {summary(HasSubstr("the model is not checked here"))}}},
+       .absent = {"model.dir", "model.memory_fit", "model.draft_tokenizer"}},
   };
 }
 

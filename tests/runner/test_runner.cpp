@@ -522,27 +522,51 @@ TEST(Runner, AGoneLocalDrafterBlocksTheCellsThatLoadIt) {
   for (const char* a : {"--speculative-draft-model-path", "{draft_model}"})
     sweep.server.method_args["tree"].push_back(a);
   auto o = options(dir);
-  o.preflight_fn = [](const PreflightPlan&) { return passing_preflight(); };
+  // The preflight's drafter checks (model.draft_*, tested with the model layer) stand in here:
+  // the drafter is gone when the plan names it.
+  std::vector<std::string> asked; // the drafter each preflight was asked to check
+  o.preflight_fn = [&](const PreflightPlan& plan) {
+    asked.push_back(plan.draft_model_path);
+    PreflightReport r = passing_preflight();
+    if (!plan.draft_model_path.empty()) {
+      CheckResult c;
+      c.id = "model.draft_dir";
+      c.layer = PreflightLayer::model;
+      c.status = CheckStatus::fail;
+      c.summary = "drafter directory " + plan.draft_model_path + " does not exist";
+      c.diagnosis = "the drafter lived in /dev/shm, which is memory";
+      c.remedy = "download the drafter again";
+      r.checks.push_back(c);
+    }
+    return r;
+  };
   auto out = run_sweep(sweep, expand(sweep), o);
   ASSERT_TRUE(out) << out.status().to_string();
-  EXPECT_EQ(out->ok, 1);
+  ASSERT_EQ(asked, std::vector<std::string>{sweep.model.draft_path});
+  EXPECT_EQ(out->ok, 1); // the autoregressive cell does not load the drafter
   EXPECT_EQ(out->blocked, 1);
   auto tree = ResultStore::open(dir)->load("tp1-ddtree-b4");
   ASSERT_TRUE(tree && tree->failure);
   EXPECT_EQ(tree->status, CellStatus::blocked);
-  EXPECT_EQ(tree->failure->reason,
-            "model.draft_path " + sweep.model.draft_path + " does not exist");
-  EXPECT_NE(tree->failure->diagnosis.find("lived in /dev/shm"), std::string::npos)
-      << tree->failure->diagnosis;
+  EXPECT_EQ(tree->failure->reason, "preflight check model.draft_dir failed: drafter directory " +
+                                       sweep.model.draft_path + " does not exist");
+  EXPECT_EQ(tree->failure->diagnosis,
+            "the drafter lived in /dev/shm, which is memory Fix: download the drafter again");
+  const auto manifest = ResultStore::open(dir)->load_manifest();
+  ASSERT_TRUE(manifest);
+  EXPECT_EQ(manifest->phases.at(0).preflight, "drafter_failed");
 
-  // A hub id is the server's to download: not checked here.
+  // A hub id is the server's to download: the preflight is not asked to check it.
   const auto dir2 = specbench::testing::make_temp_dir("runner-hub-draft");
   sweep.model.draft_path = "z-lab/some-drafter";
+  asked.clear();
   auto o2 = options(dir2);
   o2.preflight_fn = o.preflight_fn;
   auto out2 = run_sweep(sweep, expand(sweep), o2);
   ASSERT_TRUE(out2) << out2.status().to_string();
+  EXPECT_EQ(asked, std::vector<std::string>{""});
   EXPECT_EQ(out2->ok, 2);
+  EXPECT_EQ(ResultStore::open(dir2)->load_manifest()->phases.at(0).preflight, "passed");
 }
 
 // A failed or interrupted cell runs again on resume. Its record and its server's log are what the
