@@ -166,9 +166,16 @@ std::string check_safetensors(const fs::path& p, uintmax_t& size_out,
   size_out = size;
   if (!unreadable.empty())
     return unreadable;
-  std::ifstream in(p, std::ios::binary);
+  // Read through RegularFile: a shard swapped for a FIFO since readable_weight_file looked is
+  // refused, not waited on.
+  RegularFile in(p);
+  if (!in.why().empty())
+    return in.why();
+  const auto read_at = [&](uint64_t offset, char* to, size_t len) {
+    return in.read_at(offset, to, len) == len;
+  };
   unsigned char len_bytes[8] = {};
-  if (size < 8 || !in.read(reinterpret_cast<char*>(len_bytes), 8))
+  if (size < 8 || !read_at(0, reinterpret_cast<char*>(len_bytes), 8))
     return "shorter than 8 bytes";
   uint64_t n = 0;
   for (int i = 7; i >= 0; --i)
@@ -182,11 +189,11 @@ std::string check_safetensors(const fs::path& p, uintmax_t& size_out,
   // One byte first: a damaged length over anything but a header would otherwise have us read
   // up to 100 MB of it per shard before finding out.
   std::string header(static_cast<size_t>(n), '\0');
-  if (!in.read(header.data(), 1))
+  if (!read_at(8, header.data(), 1))
     return "header cut short";
   if (header[0] != '{')
     return "header does not start with '{' (not a safetensors file, or damaged)";
-  if (!in.read(header.data() + 1, static_cast<std::streamsize>(n - 1)))
+  if (!read_at(9, header.data() + 1, static_cast<size_t>(n - 1)))
     return "header cut short";
   const json h = json::parse(header, nullptr, false);
   if (h.is_discarded() || !h.is_object())

@@ -18,6 +18,28 @@ std::string open_failure(const std::error_code& ec);
 /// "a directory, not a <what>", "a named pipe (FIFO), not a <what>", ... Never opens `p`.
 std::string file_problem(const std::filesystem::path& p, const std::string& what = "file");
 
+/// A regular file open for reading. It is opened non-blocking and checked after opening, so a
+/// FIFO or device put in its place after file_problem looked is refused rather than waited on.
+class RegularFile {
+public:
+  explicit RegularFile(const std::filesystem::path& p);
+  ~RegularFile();
+  RegularFile(const RegularFile&) = delete;
+  RegularFile& operator=(const RegularFile&) = delete;
+  /// "" when open; else why not (file_problem's answers, "cannot be read: ..." for permissions,
+  /// "not a regular file").
+  const std::string& why() const { return why_; }
+  std::uintmax_t size() const { return size_; }
+  /// Reads up to `len` bytes at `offset` into `out`; returns how many (fewer when the file ends
+  /// first). A failed read sets why() and returns what was read before it.
+  std::size_t read_at(std::uint64_t offset, char* out, std::size_t len);
+
+private:
+  int fd_ = -1;
+  std::uintmax_t size_ = 0;
+  std::string why_;
+};
+
 /// Reads the regular file `p` whole into `out` when it holds at most `cap` bytes. Returns "" or
 /// why not (file_problem's answers, "cannot be read: ..." for permissions, "too large ...").
 /// The file is opened non-blocking and checked again after opening, so a FIFO put in its place
