@@ -230,6 +230,30 @@ std::vector<Diagnostic> validate_sweep(const Sweep& s) {
                   "` holds the text {port}, which the launch would replace "
                   "with the server's port like the placeholder",
               std::string("rename it so that it does not contain {port}"));
+  // The model paths go to the server as written, so a relative one is relative to the directory
+  // specbench (and the server) runs in, unlike datasets, which are relative to the sweep file. A
+  // relative path that leads nowhere here but to a folder next to the sweep file is that mix-up.
+  for (const auto& [key, value] :
+       {std::pair<const char*, const std::string*>{"model.path", &s.model.path},
+        {"model.draft_path", &s.model.draft_path}}) {
+    namespace fs = std::filesystem;
+    const fs::path path(*value);
+    const fs::path beside = s.source.parent_path() / path;
+    std::error_code ec;
+    if (path.empty() || path.is_absolute() || (*value)[0] == '~' ||
+        s.source.parent_path().empty() || fs::equivalent(s.source.parent_path(), ".", ec) ||
+        fs::symlink_status(path, ec).type() != fs::file_type::not_found ||
+        !fs::is_directory(beside, ec))
+      continue;
+    const std::string where = fs::absolute(beside, ec).lexically_normal().string();
+    f.warning(key,
+              std::string("`") + key + "` " + *value +
+                  " is relative to the directory specbench runs in (the server's), where "
+                  "nothing is at that path; a folder of that name is next to the sweep file, at " +
+                  where,
+              "write the absolute path (" + where + ") or run specbench from " +
+                  fs::absolute(s.source.parent_path(), ec).lexically_normal().string());
+  }
 
   // ---- server ----
   if (s.server.launch.empty())

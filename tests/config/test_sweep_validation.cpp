@@ -165,6 +165,32 @@ TEST(SweepValidation, ContextComesFromLocalConfigJson) {
   EXPECT_NE(find_error(load(none), "the context length is unknown"), nullptr);
 }
 
+// model.path goes to the server as written, relative to the directory specbench runs in; a
+// relative path that only makes sense next to the sweep file (as datasets are read) is warned
+// about, with both places named. An absolute path, or one found here, is not.
+TEST(SweepValidation, ARelativeModelPathFoundOnlyNextToTheSweepFileIsWarnedAbout) {
+  const auto dir = make_temp_dir("relative-model");
+  const std::string name = "specbench-relative-model-" + std::to_string(::getpid());
+  ASSERT_FALSE(std::filesystem::exists(name)) << "something is at " << name << " here";
+  std::filesystem::create_directories(dir / "sweeps" / name);
+  std::ofstream(dir / "sweeps" / "s.yaml") << replace(kValidSweep, "/nonexistent/model", name);
+  const auto r = load_sweep_file(dir / "sweeps" / "s.yaml");
+  ASSERT_TRUE(r.ok()) << all_messages(r);
+  const auto it = std::find_if(r.diagnostics.begin(), r.diagnostics.end(),
+                               [](const Diagnostic& d) { return d.path == "model.path"; });
+  ASSERT_NE(it, r.diagnostics.end()) << all_messages(r);
+  EXPECT_EQ(it->severity, Severity::warning);
+  const std::string beside = (dir / "sweeps" / name).lexically_normal().string();
+  EXPECT_NE(it->message.find("relative to the directory specbench runs in"), std::string::npos)
+      << it->message;
+  EXPECT_NE(it->message.find(beside), std::string::npos) << it->message;
+  EXPECT_NE(it->fix.find("write the absolute path (" + beside + ")"), std::string::npos) << it->fix;
+
+  std::ofstream(dir / "sweeps" / "abs.yaml") << replace(kValidSweep, "/nonexistent/model", beside);
+  const auto a = load_sweep_file(dir / "sweeps" / "abs.yaml");
+  EXPECT_TRUE(a.diagnostics.empty()) << all_messages(a);
+}
+
 // A context above the model's maximum is capped (SGLang refuses it) and said so; with SGLang's
 // override in the servers' environment it is what the servers get and what requests must fit.
 TEST(SweepValidation, AContextAboveTheModelsMaximumIsCappedUnlessOverridden) {
