@@ -280,11 +280,14 @@ private:
     if (write_error_.empty())
       write_error_ = "cannot write " + what + ": " + st.message();
   }
-  // Whether the cell's server is given the drafter (model.draft_path is on its command line).
+  // Whether the cell's server is given the drafter: model.draft_path is one of its arguments, or
+  // the value of one ("--speculative-draft-model-path=PATH"). Not any argument that merely holds
+  // the text: a short path such as "d" would be in most of them.
   bool loads_drafter(const Cell& c) const {
     const std::string& draft = sweep_.model.draft_path;
     return !draft.empty() && std::any_of(c.argv.begin(), c.argv.end(), [&](const std::string& a) {
-      return a.find(draft) != std::string::npos;
+      return a == draft || (a.size() > draft.size() && a.ends_with(draft) &&
+                            a[a.size() - draft.size() - 1] == '=');
     });
   }
   bool selected(const Cell& c) const {

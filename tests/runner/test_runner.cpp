@@ -519,8 +519,9 @@ TEST(Runner, AGoneLocalDrafterBlocksTheCellsThatLoadIt) {
   auto sweep = small_sweep(16, {4});
   sweep.runner.preflight = true;
   sweep.model.draft_path = "/dev/shm/specbench-gone-draft-" + std::to_string(::getpid());
-  for (const char* a : {"--speculative-draft-model-path", "{draft_model}"})
-    sweep.server.method_args["tree"].push_back(a);
+  sweep.server.method_args["tree"].push_back("--speculative-draft-model-path={draft_model}");
+  // An argument that only holds the path's text does not load the drafter.
+  sweep.server.launch.push_back("--log-requests-dir=" + sweep.model.draft_path + "-logs");
   auto o = options(dir);
   // The preflight's drafter checks (model.draft_*, tested with the model layer) stand in here:
   // the drafter is gone when the plan names it.
