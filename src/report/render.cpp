@@ -214,7 +214,9 @@ std::string report_markdown(const Report& r) {
     if (!p.gpus.empty())
       o << ", GPUs " << join_ints(p.gpus);
     o << ")";
-    if (!p.preflight.empty())
+    if (p.preflight == "drafter_failed") // the runner's word for it, said in full here
+      o << ": preflight passed but for the drafter's checks (the cells that load it are blocked)";
+    else if (!p.preflight.empty())
       o << ": preflight " << one_line(p.preflight);
     o << "\n\n";
     if (p.cells.empty()) {

@@ -190,6 +190,16 @@ TEST(Report, ManifestGivesOrderMissingCellsAndRejectsStaleOnes) {
   const auto md = report_markdown(rep);
   EXPECT_NE(md.find("tp1-ddtree-b64"), std::string::npos);
   EXPECT_NE(md.find("config hash"), std::string::npos);
+  EXPECT_NE(md.find("## Phase tp1 (TP1): preflight passed\n"), std::string::npos) << md;
+  // A phase whose drafter failed its checks says so in words, not as the manifest's token.
+  m.phases[0].preflight = "drafter_failed";
+  const auto drafter_md = report_markdown(build_report(results, &m));
+  EXPECT_NE(
+      drafter_md.find(
+          "## Phase tp1 (TP1): preflight passed but for the drafter's checks (the cells that load "
+          "it are blocked)\n"),
+      std::string::npos)
+      << drafter_md;
 }
 
 TEST(Report, MarkdownListsFailedCellsWithReasonsAndLogTail) {
