@@ -27,6 +27,11 @@ struct Cell {
   int context_length = 0;  ///< the context the cell was checked against
   /// Server argv with every placeholder substituted except {port} (known only at launch).
   std::vector<std::string> argv;
+  /// Whether the server is given the drafter (model.draft_path): its launch template uses
+  /// {draft_model}, or an argument holds the drafter's path as a whole word (the argument, an
+  /// option's "=value", or a quoted or comma-separated word inside one, as in a JSON
+  /// --speculative-config). Never for a path equal to model.path: that is the target.
+  bool loads_drafter = false;
   std::map<std::string, std::string> env; ///< server + phase environment
   /// Hash of everything that changes the result (argv, env, method, workload, model, backend).
   /// A stored result with another hash is stale.

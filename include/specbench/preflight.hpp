@@ -160,8 +160,9 @@ public:
   /// "pass", "warn", "fail" or "could-not-run".
   const char* verdict() const noexcept;
   /// Where to look first: the first failed check outside the host layer (host findings are
-  /// evidence cited by the other layers' diagnoses), else the first failed host check; nullptr if
-  /// nothing failed.
+  /// evidence cited by the other layers' diagnoses), else the first failed host check, else the
+  /// first failed drafter check (is_drafter_check: it stops only the cells that load the
+  /// drafter); nullptr if nothing failed.
   const CheckResult* first_failure() const noexcept;
   /// Checks of one layer, in order.
   std::vector<const CheckResult*> checks_of(PreflightLayer layer) const;

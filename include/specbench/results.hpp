@@ -242,7 +242,9 @@ struct ManifestPhase {
   std::string id;                  ///< Phase::id
   int tp = 1;                      ///< tensor parallelism
   std::vector<int> gpus;           ///< GPU ordinals
-  std::string preflight;           ///< "passed", "failed", "not_run" or "disabled"
+  /// "passed", "drafter_failed" (only the drafter's checks failed: the cells that load it are
+  /// blocked, the others run), "failed", "not_run" or "disabled".
+  std::string preflight;
   std::string preflight_json;      ///< the last preflight report of the phase ("" = none)
   std::vector<ManifestCell> cells; ///< in run order
 };

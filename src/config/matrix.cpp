@@ -52,6 +52,37 @@ std::string join(const std::vector<int>& v, const char* sep) {
   return s;
 }
 
+// Whether `word` stands in `arg` as a whole word: the argument itself, an option's "=value", or
+// a word inside one bounded by quotes, spaces or commas (a JSON --speculative-config, a
+// "bash -c" line). Not a longer path that starts with it ("/models/d-logs" for "/models/d").
+bool holds_word(const std::string& arg, const std::string& word) {
+  const auto edge = [](char c) {
+    return c == '=' || c == '"' || c == '\'' || c == ' ' || c == ',';
+  };
+  for (size_t at = arg.find(word); at != std::string::npos; at = arg.find(word, at + 1)) {
+    const size_t end = at + word.size();
+    if ((at == 0 || edge(arg[at - 1])) && (end == arg.size() || edge(arg[end])))
+      return true;
+  }
+  return false;
+}
+
+// Cell::loads_drafter: the template asks for {draft_model}, or the argv names the drafter.
+bool uses_drafter(const std::vector<std::string>& tmpl, const std::vector<std::string>& argv,
+                  const ModelSpec& model) {
+  const std::string& draft = model.draft_path;
+  if (draft.empty())
+    return false;
+  for (const auto& t : tmpl) // "{{draft_model}}" is the literal text, not the placeholder
+    for (size_t at = t.find("{draft_model}"); at != std::string::npos;
+         at = t.find("{draft_model}", at + 1))
+      if (at == 0 || t[at - 1] != '{')
+        return true;
+  return draft != model.path && std::any_of(argv.begin(), argv.end(), [&](const std::string& a) {
+           return holds_word(a, draft);
+         });
+}
+
 nlohmann::json method_json(const Method& m) {
   return {{"kind", m.kind_name()},
           {"id", m.id()},
@@ -133,6 +164,7 @@ Expected<Matrix> expand_matrix(const Sweep& sweep, const PlanContext& context) {
         auto argv = substitute_placeholders(tmpl, values, {"port"});
         if (!argv) return argv.status();
         c.argv = std::move(*argv);
+        c.loads_drafter = uses_drafter(tmpl, c.argv, sweep.model);
 
         c.env = sweep.server.env;
         for (const auto& [k, v] : ps.env) c.env[k] = v;
@@ -195,6 +227,7 @@ std::string matrix_to_json(const Matrix& matrix, const Sweep& sweep) {
                              {"workload", detail::workload_json(c.workload)},
                              {"context_length", c.context_length},
                              {"argv", c.argv},
+                             {"loads_drafter", c.loads_drafter},
                              {"env", c.env},
                              {"config_hash", c.config_hash}});
     j["phases"].push_back(std::move(pj));

@@ -432,15 +432,28 @@ FolderVerdict check_folder(Run& run, const Folder& m) {
         }
       }
     } else if (fs::exists(st) && !fs::is_directory(st)) {
+      const std::string what = fs::is_regular_file(st) ? "a file"
+                               : fs::is_fifo(st)       ? "a named pipe (FIFO)"
+                               : fs::is_socket(st)     ? "a socket"
+                               : fs::is_block_file(st) || fs::is_character_file(st)
+                                   ? "a device node"
+                                   : "not a folder";
       c.status = CheckStatus::fail;
-      c.summary = path + " is a file, not a " + noun + " directory";
-      c.diagnosis = m.flag + " (or the sweep's " + m.key + ") names a file";
+      c.summary = path + " is " + what + ", not a " + noun + " directory";
+      c.diagnosis = m.flag + " (or the sweep's " + m.key + ") names " + what;
       c.remedy = "give the directory that holds config.json and the .safetensors files";
     } else if (ec == std::errc::too_many_symbolic_link_levels) {
       c.status = CheckStatus::fail;
       c.summary = path + " is a loop of symbolic links";
       c.diagnosis = "the " + noun + " path's links point at each other";
       c.remedy = "point the link at the real " + noun + " directory";
+    } else if (ec && ec != std::errc::no_such_file_or_directory &&
+               ec != std::errc::not_a_directory) {
+      // Not "does not exist": the system refuses the path itself (a name too long, say).
+      c.status = CheckStatus::fail;
+      c.summary = noun + " path " + cut(path) + " cannot be looked at: " + ec.message();
+      c.diagnosis = "the system refuses the path itself, whatever is on disk";
+      c.remedy = "check " + m.flag + " (or the sweep's " + m.key + ")";
     } else if (!fs::is_directory(st)) {
       c.status = CheckStatus::fail;
       c.summary = noun + " directory " + path + " does not exist" +
@@ -804,9 +817,11 @@ std::optional<unsigned long long> free_in_tp_group(const Run& run) {
 
 // Whether `bytes` of weights, with the plan's headroom, fit in the TP group's free memory.
 // `what` names the weights ("weights", "target and drafter weights"); `too_big` is the
-// diagnosis when they do not fit; a non-empty `blocked` skips the check, saying why.
+// diagnosis when they do not fit, `smaller` what to quantise; a non-empty `blocked` skips the
+// check, saying why.
 void check_fit(Run& run, const std::string& id, const std::string& what, uintmax_t bytes,
-               const std::string& blocked, const std::string& too_big) {
+               const std::string& blocked, const std::string& too_big,
+               const std::string& smaller = "a quantised model") {
   const auto t0 = Clock::now();
   auto c = make_check(id, PreflightLayer::model);
   const auto free_total = free_in_tp_group(run);
@@ -827,8 +842,8 @@ void check_fit(Run& run, const std::string& id, const std::string& what, uintmax
       c.summary =
           what + " need " + gib(need) + " with headroom, the TP group has " + gib(room) + " free";
       c.diagnosis = too_big;
-      c.remedy = "use a larger --tp, free the GPUs (see the processes under driver.gpuN), or a "
-                 "quantised model";
+      c.remedy =
+          "use a larger --tp, free the GPUs (see the processes under driver.gpuN), or " + smaller;
     } else {
       c.summary = what + " " + gib(static_cast<double>(bytes)) + " fit in " + gib(room) +
                   " free across the TP group";
@@ -841,10 +856,8 @@ void check_fit(Run& run, const std::string& id, const std::string& what, uintmax
 
 void run_model_layer(Run& run) {
   const PreflightPlan& plan = run.plan;
-  // A target that is a hub id is not checked here; a local drafter beside it still is.
-  FolderVerdict target{
-      false, 0,
-      "the model is not checked here (no --model), so the two cannot be counted together"};
+  // A target that is a hub id (no model path) is not checked here; a local drafter still is.
+  FolderVerdict target{false, 0, "the model is not checked here (a hub id, or no --model)"};
   if (!plan.model_path.empty()) {
     target = check_folder(run, {plan.model_path, "model.", "model", "--model", "model.path", true});
     check_fit(run, "model.memory_fit", "weights", target.weight_bytes, target.blocked,
@@ -852,14 +865,20 @@ void run_model_layer(Run& run) {
   }
   if (plan.draft_model_path.empty())
     return;
-  // The speculative cells load the drafter beside the target, on the same GPUs.
+  // The speculative cells load the drafter beside the target, on the same GPUs. When the
+  // target's weights cannot be counted, the drafter alone is a lower bound that can still fail.
   const FolderVerdict draft = check_folder(run, {plan.draft_model_path, "model.draft_", "drafter",
                                                  "--draft-model", "model.draft_path", false});
-  check_fit(run, "model.draft_memory_fit", "target and drafter weights",
-            target.weight_bytes + draft.weight_bytes,
-            !target.blocked.empty() ? target.blocked : draft.blocked,
-            "the target and its drafter together do not fit in the free memory of the planned "
-            "GPUs (the speculative cells load both)");
+  const bool both = target.blocked.empty();
+  check_fit(run, "model.draft_memory_fit",
+            both ? "target and drafter weights"
+                 : "drafter weights alone (the model's are not counted: " + target.blocked + ")",
+            (both ? target.weight_bytes : 0) + draft.weight_bytes, draft.blocked,
+            both ? "the target and its drafter together do not fit in the free memory of the "
+                   "planned GPUs (the speculative cells load both)"
+                 : "the drafter alone does not fit in the free memory of the planned GPUs, before "
+                   "the target is loaded beside it",
+            "a quantised drafter or model");
 }
 
 } // namespace specbench::preflight
@@ -871,9 +890,11 @@ bool is_hub_model_id(const std::string& path) {
     return false;
   std::error_code ec;
   namespace fs = std::filesystem;
-  // Something is here, a dangling link too: a local path. (ec is set for "not found" as well.)
-  if (const auto t = fs::symlink_status(path, ec).type();
-      t != fs::file_type::not_found && t != fs::file_type::none)
+  // Something is here, a dangling link too: a local path. (ec is set for "not found" as well;
+  // another error, such as a name too long, is a local path the model layer reports.)
+  const auto t = fs::symlink_status(path, ec).type();
+  if (t != fs::file_type::not_found &&
+      (t != fs::file_type::none || ec != std::errc::no_such_file_or_directory))
     return false;
   const auto slashes = std::count(path.begin(), path.end(), '/');
   return slashes == 0 || (slashes == 1 && path.back() != '/');

@@ -84,14 +84,21 @@ const char* PreflightReport::verdict() const noexcept {
 
 const CheckResult* PreflightReport::first_failure() const noexcept {
   // Host findings are evidence for the other layers' diagnoses: the headline is the first failure
-  // of a deeper layer (whose diagnosis already cites the host evidence), else the host's own.
-  for (const auto& c : checks)
-    if (c.status == CheckStatus::fail && c.layer != PreflightLayer::host)
-      return &c;
-  for (const auto& c : checks)
-    if (c.status == CheckStatus::fail)
-      return &c;
-  return nullptr;
+  // of a deeper layer (whose diagnosis already cites the host evidence), else the host's own. The
+  // drafter's come last: they stop only the cells that load it, not the machine or the target.
+  const auto first = [&](auto&& pick) -> const CheckResult* {
+    for (const auto& c : checks)
+      if (c.status == CheckStatus::fail && pick(c))
+        return &c;
+    return nullptr;
+  };
+  if (const auto* c = first([](const CheckResult& c) {
+        return c.layer != PreflightLayer::host && !is_drafter_check(c.id);
+      }))
+    return c;
+  if (const auto* c = first([](const CheckResult& c) { return !is_drafter_check(c.id); }))
+    return c;
+  return first([](const CheckResult&) { return true; });
 }
 
 std::vector<const CheckResult*> PreflightReport::checks_of(PreflightLayer l) const {

@@ -280,16 +280,6 @@ private:
     if (write_error_.empty())
       write_error_ = "cannot write " + what + ": " + st.message();
   }
-  // Whether the cell's server is given the drafter: model.draft_path is one of its arguments, or
-  // the value of one ("--speculative-draft-model-path=PATH"). Not any argument that merely holds
-  // the text: a short path such as "d" would be in most of them.
-  bool loads_drafter(const Cell& c) const {
-    const std::string& draft = sweep_.model.draft_path;
-    return !draft.empty() && std::any_of(c.argv.begin(), c.argv.end(), [&](const std::string& a) {
-      return a == draft || (a.size() > draft.size() && a.ends_with(draft) &&
-                            a[a.size() - draft.size() - 1] == '=');
-    });
-  }
   bool selected(const Cell& c) const {
     if (opt_.only.empty())
       return true;
@@ -641,9 +631,11 @@ bool SweepRun::run_preflight_for(const Phase& phase, const std::string& why) {
   plan.tp = phase.tp;
   plan.gpus = phase.gpus;
   plan.model_path = model_path_to_check(sweep_.model.path);
-  // The drafter is checked in depth (and counted beside the target) only where a cell loads it.
-  if (std::any_of(phase.cells.begin(), phase.cells.end(),
-                  [&](const Cell& c) { return selected(c) && loads_drafter(c); }))
+  // The drafter is checked in depth (and counted beside the target) only where a cell that will
+  // run loads it: not for a phase whose drafter cells are all complete (resume) or not selected.
+  if (std::any_of(phase.cells.begin(), phase.cells.end(), [&](const Cell& c) {
+        return selected(c) && !complete_.count(c.id) && c.loads_drafter;
+      }))
     plan.draft_model_path = model_path_to_check(sweep_.model.draft_path);
   message("preflight for " + phase.id + " (" + why + ")", phase.id);
   preflight_ = opt_.preflight_fn ? opt_.preflight_fn(plan) : run_preflight(plan);
@@ -1111,7 +1103,7 @@ Expected<SweepOutcome> SweepRun::run() {
         record_not_run(*c, CellStatus::blocked, blocked_stage, blocked_reason, blocked_diagnosis);
         continue;
       }
-      if (!draft.reason.empty() && loads_drafter(*c)) {
+      if (!draft.reason.empty() && c->loads_drafter) {
         record_not_run(*c, CellStatus::blocked, CellStage::preflight, draft.reason,
                        draft.diagnosis);
         continue;

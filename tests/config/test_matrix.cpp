@@ -52,6 +52,57 @@ TEST(Matrix, ArgvIsSubstitutedPerArgumentWithPortLeftForLaunch) {
   EXPECT_EQ(ar->env.count("CUDA_VISIBLE_DEVICES"), 0u);
 }
 
+// Which servers load the drafter decides which cells a failed drafter check blocks. The template's
+// {draft_model} says so wherever it stands (a JSON --speculative-config included); a hard-coded
+// path counts as a whole word only; a drafter path equal to the model's is the target.
+TEST(Matrix, ACellLoadsTheDrafterWhenItsTemplateOrArgvNamesIt) {
+  const auto loads = [](const std::string& yaml) {
+    std::map<std::string, bool> out;
+    for (const auto& p : expand(load_ok(yaml)).phases)
+      for (const auto& c : p.cells)
+        if (c.phase_id == "tp1")
+          out[c.id] = c.loads_drafter;
+    return out;
+  };
+  auto m = loads(kValidSweep);
+  EXPECT_FALSE(m.at("tp1-autoregressive"));
+  EXPECT_TRUE(m.at("tp1-linear-k16"));
+  EXPECT_TRUE(m.at("tp1-ddtree-b8"));
+
+  // vLLM's way: the drafter inside a JSON argument.
+  const std::string json_arg = replace(
+      kValidSweep, R"(tree: [--algo, DDTREE, --draft, "{draft_model}", --budget, "{budget}"])",
+      R"(tree: [--speculative-config, '{{"model": "{draft_model}", "n": {budget}}}'])");
+  m = loads(json_arg);
+  EXPECT_TRUE(m.at("tp1-ddtree-b8"));
+  EXPECT_FALSE(m.at("tp1-autoregressive"));
+  // "{{draft_model}}" is the literal text, not the placeholder.
+  m = loads(replace(kValidSweep, R"(--draft, "{draft_model}", --budget)",
+                    R"(--draft-note, "{{draft_model}}", --budget)"));
+  EXPECT_FALSE(m.at("tp1-ddtree-b8"));
+
+  // A hard-coded path: as an argument, an option's value or a quoted word it counts; as the
+  // start of a longer path it does not.
+  const std::string hard = replace(kValidSweep, "draft_path: drafter", "draft_path: /m/d");
+  m = loads(replace(hard, R"(launch: [server, --model, "{model}",)",
+                    R"(launch: [server, --log-dir=/m/d-logs, --model, "{model}",)"));
+  EXPECT_FALSE(m.at("tp1-autoregressive"));
+  m = loads(replace(hard, R"(launch: [server, --model, "{model}",)",
+                    R"(launch: [server, --draft-model-path=/m/d, --model, "{model}",)"));
+  EXPECT_TRUE(m.at("tp1-autoregressive"));
+  m = loads(replace(hard, R"(launch: [server, --model, "{model}",)",
+                    R"(launch: [server, '--spec={{"model": "/m/d"}}', --model, "{model}",)"));
+  EXPECT_TRUE(m.at("tp1-autoregressive"));
+
+  // The drafter's path equal to the model's: the autoregressive cell's --model is the target.
+  m = loads(replace(kValidSweep, "draft_path: drafter", "draft_path: /nonexistent/model"));
+  EXPECT_FALSE(m.at("tp1-autoregressive"));
+  EXPECT_TRUE(m.at("tp1-ddtree-b8"));
+  EXPECT_NE(matrix_to_json(expand(load_ok(kValidSweep)), load_ok(kValidSweep))
+                .find("\"loads_drafter\": true"),
+            std::string::npos);
+}
+
 TEST(Matrix, ConfigHashChangesWithWhatChangesResultsOnly) {
   const Matrix a = expand(load_ok(kValidSweep));
   const Matrix b = expand(load_ok(kValidSweep));

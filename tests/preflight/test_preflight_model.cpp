@@ -959,9 +959,46 @@ std::vector<ModelCase> model_cases() {
            },
        .says = {{"model.draft_weights", CheckStatus::pass},
                 {"model.draft_memory_fit",
-                 CheckStatus::skipped,
-                 {summary(HasSubstr("the model is not checked here"))}}},
+                 CheckStatus::pass,
+                 {summary(HasSubstr("drafter weights alone (the model's are not counted: the "
+                                    "model is not checked here (a hub id, or no --model))"))}}},
        .absent = {"model.dir", "model.memory_fit", "model.draft_tokenizer"}},
+
+      // Beside a model that is not counted (a hub id), a drafter too large on its own still fails.
+      {.name = "drafter_too_large_on_its_own",
+       .shards = 0,
+       .break_it =
+           [](Bench& b) {
+             b.plan.draft_model_path =
+                 make_model(b.machine.root / "models/drafter", 1, 1000).string();
+             b.plan.model_memory_headroom = 1e9; // 4 KB x 1e9 = 4 TB
+           },
+       .says = {{"model.draft_memory_fit",
+                 CheckStatus::fail,
+                 {summary(HasSubstr("drafter weights alone")),
+                  diagnosis(HasSubstr("the drafter alone does not fit")),
+                  remedy(HasSubstr("a quantised drafter or model"))}}}},
+
+      {.name = "drafter_path_is_a_fifo",
+       .break_it =
+           [](Bench& b) {
+             const fs::path fifo = b.machine.root / "drafter-fifo";
+             ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+             b.plan.draft_model_path = fifo.string();
+           },
+       .says = {{"model.draft_dir",
+                 CheckStatus::fail,
+                 {summary(HasSubstr("is a named pipe (FIFO), not a drafter directory")),
+                  diagnosis(HasSubstr("--draft-model (or the sweep's model.draft_path) names a "
+                                      "named pipe (FIFO)"))}}}},
+
+      // A name longer than the system takes is no hub id, and no missing folder either.
+      {.name = "drafter_name_too_long",
+       .break_it = [](Bench& b) { b.plan.draft_model_path = std::string(300, 'b'); },
+       .says = {{"model.draft_dir",
+                 CheckStatus::fail,
+                 {summary(HasSubstr("cannot be looked at: File name too long")),
+                  diagnosis(Not(HasSubstr("hub id")))}}}},
   };
 }
 

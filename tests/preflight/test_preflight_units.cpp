@@ -91,5 +91,31 @@ TEST(Report, VerdictsAndTable) {
   EXPECT_THAT(r.to_table(true), HasSubstr("\033[1;31mFAIL\033[0m"));
 }
 
+// A drafter's failed check stops only the cells that load it: it is never the headline over a
+// failure of the machine or the target, a host one included, and passed_without_drafter()
+// leaves it out.
+TEST(Report, TheDraftersFailuresComeLast) {
+  const auto failed = [](const char* id, PreflightLayer layer) {
+    CheckResult c;
+    c.id = id;
+    c.layer = layer;
+    c.status = CheckStatus::fail;
+    return c;
+  };
+  PreflightReport r;
+  r.checks.push_back(failed("model.draft_dir", PreflightLayer::model));
+  EXPECT_FALSE(r.passed());
+  EXPECT_TRUE(r.passed_without_drafter());
+  EXPECT_EQ(r.first_failure()->id, "model.draft_dir");
+  r.checks.push_back(failed("host.uvm", PreflightLayer::host));
+  EXPECT_FALSE(r.passed_without_drafter());
+  EXPECT_EQ(r.first_failure()->id, "host.uvm");
+  EXPECT_EQ(r.first_drafter_failure()->id, "model.draft_dir");
+  r.checks.push_back(failed("model.weights", PreflightLayer::model));
+  EXPECT_EQ(r.first_failure()->id, "model.weights");
+  EXPECT_TRUE(is_drafter_check("model.draft_memory_fit"));
+  EXPECT_FALSE(is_drafter_check("model.memory_fit"));
+}
+
 } // namespace
 } // namespace specbench

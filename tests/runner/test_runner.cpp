@@ -568,6 +568,29 @@ TEST(Runner, AGoneLocalDrafterBlocksTheCellsThatLoadIt) {
   EXPECT_EQ(asked, std::vector<std::string>{""});
   EXPECT_EQ(out2->ok, 2);
   EXPECT_EQ(ResultStore::open(dir2)->load_manifest()->phases.at(0).preflight, "passed");
+
+  // On resume, a drafter whose cells are all complete is not checked, nor said to block them.
+  const auto dir3 = specbench::testing::make_temp_dir("runner-draft-done");
+  sweep.model.draft_path = "/dev/shm/specbench-gone-draft-" + std::to_string(::getpid());
+  asked.clear();
+  auto o3 = options(dir3);
+  o3.preflight_fn = [&](const PreflightPlan& plan) {
+    asked.push_back(plan.draft_model_path);
+    return passing_preflight(); // this time the drafter is there
+  };
+  o3.only = {"tp1-ddtree-b4"};
+  auto first = run_sweep(sweep, expand(sweep), o3);
+  ASSERT_TRUE(first) << first.status().to_string();
+  EXPECT_EQ(first->ok, 1);
+  o3.only.clear();
+  o3.preflight_fn = o.preflight_fn; // gone now: it would block tp1-ddtree-b4 if it were checked
+  auto second = run_sweep(sweep, expand(sweep), o3);
+  ASSERT_TRUE(second) << second.status().to_string();
+  EXPECT_EQ(asked, (std::vector<std::string>{sweep.model.draft_path, ""}));
+  EXPECT_EQ(second->already_done, 1); // tp1-ddtree-b4
+  EXPECT_EQ(second->ok, 2);
+  EXPECT_EQ(second->blocked, 0);
+  EXPECT_EQ(ResultStore::open(dir3)->load_manifest()->phases.at(0).preflight, "passed");
 }
 
 // A failed or interrupted cell runs again on resume. Its record and its server's log are what the
