@@ -321,6 +321,19 @@ public:
   Expected<std::filesystem::path> move_log_aside(const std::string& cell_id,
                                                  const std::string& batch) const;
 
+  /// A cell's earlier attempt kept in stale/: the result and where it is.
+  struct KeptAttempt {
+    CellResult result;
+    std::filesystem::path path;
+  };
+  /// The latest attempt (highest attempt number) of `cell_id` kept in a stale/*-<why>/ batch
+  /// with this config hash, or nothing. The runner keeps a failed attempt there before running
+  /// the cell again; if that new attempt dies with the runner, it left no result, and this is
+  /// what carries the attempt count and the pointer to the kept attempt on.
+  std::optional<KeptAttempt> latest_kept_attempt(const std::string& cell_id,
+                                                 const std::string& config_hash,
+                                                 const std::string& why) const;
+
   /// Reads manifest.json (not_found when there is none).
   Expected<Manifest> load_manifest() const;
   /// Writes manifest.json atomically.

@@ -276,6 +276,31 @@ Expected<fs::path> ResultStore::move_log_aside(const std::string& cell_id,
   return target;
 }
 
+std::optional<ResultStore::KeptAttempt>
+ResultStore::latest_kept_attempt(const std::string& cell_id, const std::string& config_hash,
+                                 const std::string& why) const {
+  std::optional<KeptAttempt> best;
+  std::error_code ec;
+  const std::string suffix = "-" + why;
+  for (auto it = fs::directory_iterator(dir_ / "stale", ec); !ec && it != fs::directory_iterator();
+       it.increment(ec)) {
+    const std::string batch = it->path().filename().string();
+    if (batch.size() <= suffix.size() || !batch.ends_with(suffix))
+      continue;
+    const fs::path p = it->path() / "cells" / (cell_id + ".json");
+    std::error_code fec;
+    if (!fs::is_regular_file(p, fec))
+      continue;
+    const auto text = read_text(p);
+    auto r = text ? cell_result_from_json(*text) : Expected<CellResult>(Status());
+    if (!text || !r || r->config_hash != config_hash)
+      continue;
+    if (!best || r->attempt > best->result.attempt)
+      best = KeptAttempt{std::move(*r), p};
+  }
+  return best;
+}
+
 Expected<Manifest> ResultStore::load_manifest() const {
   std::error_code ec;
   if (!fs::exists(manifest_path(), ec))

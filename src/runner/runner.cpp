@@ -522,6 +522,36 @@ Status SweepRun::prepare_store() {
     if (stored->complete())
       complete_.insert(id);
   }
+  // A server log with no result, left by an attempt killed with the runner under a config that
+  // has changed since (the last manifest says which): it goes with the other results of that
+  // config, not to the new config's attempts.
+  if (auto last = store_.load_manifest())
+    for (const auto& mp : last->phases)
+      for (const auto& mc : mp.cells) {
+        const Cell* cell = matrix_.find(mc.id);
+        std::error_code ec;
+        if (cell && mc.config_hash != cell->config_hash &&
+            !fs::exists(store_.cell_path(mc.id), ec) && fs::exists(store_.log_path(mc.id), ec))
+          if (auto moved = store_.move_log_aside(mc.id, stale_batch("config-changed")))
+            message("moved the server log of " + mc.id + " aside (config-changed) to " +
+                    moved->string());
+      }
+  // A cell with no result whose last attempt was kept aside before it ran again (stale/*-retried/)
+  // and then died with the runner (SIGKILL) left nothing else: its count and the pointer to the
+  // kept attempt go on from there, so no second "attempt 1" appears. Not after --fresh.
+  for (const auto& phase : matrix_.phases)
+    for (const auto& c : phase.cells) {
+      if (previous_.count(c.id) || (opt_.fresh && selected(c)))
+        continue;
+      if (auto kept = store_.latest_kept_attempt(c.id, c.config_hash, "retried")) {
+        std::error_code ec;
+        const CellResult& k = kept->result;
+        previous_[c.id] = {k.attempt, k.status, true};
+        kept_attempts_[c.id] = "attempt " + std::to_string(k.attempt) + " (" + to_string(k.status) +
+                               ") is kept in " +
+                               fs::relative(kept->path, store_.dir(), ec).string();
+      }
+    }
   return failed;
 }
 
@@ -568,8 +598,12 @@ void SweepRun::keep_previous_attempt(const Cell& c) {
   // A log without a result: an attempt killed with the runner (its server's last words).
   auto moved = store_.move_log_aside(c.id, batch);
   if (moved) {
-    kept_attempts_[c.id] = "the server log of an attempt that left no result is kept in " +
-                           fs::relative(*moved, store_.dir(), ec).string();
+    // After the pointer to a kept attempt (prepare_store), if there is one.
+    std::string& note = kept_attempts_[c.id];
+    note += (note.empty() ? "" : "; ") +
+            std::string("the server log of an earlier attempt that left no result of its own is "
+                        "kept in ") +
+            fs::relative(*moved, store_.dir(), ec).string();
     message("kept the server log of an earlier attempt of " + c.id + " in " + moved->string());
   } else {
     message("could not keep the server log of an earlier attempt of " + c.id + " (" +

@@ -652,6 +652,68 @@ TEST(Runner, ACellRunAgainKeepsItsEarlierAttemptAndLogAside) {
             std::string::npos); // this attempt's log is its own
 }
 
+// The runner keeps a failed attempt in stale/*-retried/ before it runs the cell again. When that
+// new attempt dies with the runner (SIGKILL: no result), the next run started again at attempt 1
+// beside a kept attempt 1, and nothing pointed at the kept one. Here the kill is staged by hand:
+// attempt 1 kept aside, a log left, no result.
+TEST(Runner, AnAttemptKilledAfterItsPredecessorWasKeptAsideCountsOn) {
+  const auto dir = specbench::testing::make_temp_dir("runner-killed-after-keep");
+  auto first = run_autoregressive_with_fault(dir, "crash-after:2");
+  ASSERT_TRUE(first.out) << first.out.status().to_string();
+  ASSERT_TRUE(first.result);
+  ASSERT_EQ(first.result->status, CellStatus::failed);
+  ASSERT_EQ(first.result->attempt, 1);
+  const fs::path batch = dir / "stale" / "20261206T000000Z-retried";
+  fs::create_directories(batch / "cells");
+  fs::rename(dir / "cells" / "tp1-autoregressive.json",
+             batch / "cells" / "tp1-autoregressive.json");
+  std::ofstream(dir / "logs" / "tp1-autoregressive.log") << "attempt 2's last words\n";
+
+  auto next =
+      run_one_cell(dir, small_sweep(16, {4}), "tp1-autoregressive", {"--fault", "crash-after:2"});
+  ASSERT_TRUE(next.out) << next.out.status().to_string();
+  ASSERT_TRUE(next.result) << next.result.status().to_string();
+  EXPECT_EQ(next.result->attempt,
+            2); // the kept attempt 1, then this one (the killed one left no number)
+  bool points_at_kept = false, points_at_log = false;
+  for (const auto& n : next.result->notes) {
+    points_at_kept |= n.find("attempt 1 (failed) is kept in stale/20261206T000000Z-retried/cells/"
+                             "tp1-autoregressive.json") != std::string::npos;
+    points_at_log |= n.find("the server log of an earlier attempt that left no result of its own "
+                            "is kept in stale/") != std::string::npos;
+  }
+  EXPECT_TRUE(points_at_kept);
+  EXPECT_TRUE(points_at_log);
+  // Its own failure is kept aside in turn, with the count going on.
+  auto third =
+      run_one_cell(dir, small_sweep(16, {4}), "tp1-autoregressive", {"--fault", "crash-after:2"});
+  ASSERT_TRUE(third.result) << third.result.status().to_string();
+  EXPECT_EQ(third.result->attempt, 3);
+}
+
+// A server log left by an attempt killed with the runner belongs to the config it ran under: after
+// the sweep changes, it goes with that config's results to stale/*-config-changed/, and is not
+// called an earlier attempt of the new config.
+TEST(Runner, AnOrphanLogOfAChangedConfigGoesWithThatConfig) {
+  const auto dir = specbench::testing::make_temp_dir("runner-orphan-log");
+  auto sweep = small_sweep(16, {4});
+  auto first = run_one_cell(dir, sweep, "tp1-autoregressive");
+  ASSERT_TRUE(first.result) << first.result.status().to_string();
+  fs::remove(dir / "cells" / "tp1-autoregressive.json"); // as if killed before its result
+  std::ofstream(dir / "logs" / "tp1-autoregressive.log") << "old config's last words\n";
+  sweep.workloads[0].max_new_tokens += 1;
+  auto next = run_one_cell(dir, sweep, "tp1-autoregressive");
+  ASSERT_TRUE(next.result) << next.result.status().to_string();
+  EXPECT_EQ(next.result->attempt, 1);
+  for (const auto& n : next.result->notes)
+    EXPECT_EQ(n.find("left no result"), std::string::npos) << n;
+  std::string kept_in;
+  for (const auto& e : fs::recursive_directory_iterator(dir / "stale"))
+    if (e.path().filename() == "tp1-autoregressive.log")
+      kept_in = e.path().parent_path().parent_path().filename().string();
+  EXPECT_TRUE(kept_in.ends_with("-config-changed")) << kept_in;
+}
+
 // Each measured run stores what the server's own counters said about exactly that run (warm-up
 // excluded): the sim-server's figure equals the run's requests' sums (see server_side_expect.hpp).
 TEST(Runner, EachRunStoresTheServersOwnFiguresForExactlyThatRun) {
