@@ -64,7 +64,7 @@ ReportCell make_cell(const CellResult& r) {
   // The server's own view, kept apart from the client's: mean over the runs that have it.
   double sum = 0;
   int with_figure = 0;
-  std::vector<std::string> left_out;
+  std::string left_out; // why the latest average the server gave is not shown
   for (const auto& run : r.runs) {
     if (!run.server_side)
       continue;
@@ -80,20 +80,30 @@ ReportCell make_cell(const CellResult& r) {
                                         ? s.acceptance_absent_reason
                                         : absent_reason_from_notes(s);
     }
-    if (s.sglang_avg_spec_accept_length_after)
-      c.sglang_avg_spec_accept_length = s.sglang_avg_spec_accept_length_after; // the latest
-    // An average the server gave but that was left out is said in the report, not only in the
-    // result's per-run notes; once per distinct text.
-    if (!s.sglang_avg_left_out.empty() &&
-        std::find(left_out.begin(), left_out.end(), s.sglang_avg_left_out) == left_out.end())
-      left_out.push_back(s.sglang_avg_left_out);
+    // SGLang's average is cumulative: the latest run's stands for the cell. When that one was
+    // left out, an earlier run's is no stand-in; the report says why there is none instead (not
+    // only in the result's per-run notes). Results written before sglang_avg_left_out have the
+    // reason in their notes only.
+    std::string why = s.sglang_avg_left_out;
+    for (const auto& n : s.notes)
+      if (why.empty() && n.starts_with("SGLang's avg_spec_accept_length is ") &&
+          n.find("left out") != std::string::npos)
+        why = n;
+    if (s.sglang_avg_spec_accept_length_after) {
+      c.sglang_avg_spec_accept_length = s.sglang_avg_spec_accept_length_after;
+      left_out.clear();
+    } else if (!why.empty()) {
+      c.sglang_avg_spec_accept_length.reset();
+      left_out = why;
+    }
   }
   if (with_figure > 0) {
     c.server_acceptance_length = sum / with_figure;
     c.server_side_absent_reason.clear();
   }
   c.notes = r.notes;
-  c.notes.insert(c.notes.end(), left_out.begin(), left_out.end());
+  if (!left_out.empty())
+    c.notes.push_back(left_out);
   return c;
 }
 

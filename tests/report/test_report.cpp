@@ -616,6 +616,35 @@ TEST(Report, ALeftOutSglangAverageIsSaidInTheCellsNotes) {
   const auto back = cell_result_from_json(to_json(results[2]));
   ASSERT_TRUE(back && back->runs[0].server_side);
   EXPECT_EQ(back->runs[0].server_side->sglang_avg_left_out, why);
+
+  // The average is cumulative: the latest run's stands for the cell. An earlier run's kept value
+  // is no stand-in for a latest one left out, and only the latest reason is said.
+  ServerSideFigures kept;
+  kept.server_info_ok = true;
+  kept.sglang_avg_spec_accept_length_after = 3.0;
+  ServerSideFigures other = s;
+  other.sglang_avg_left_out = "SGLang's avg_spec_accept_length is 40, outside 1..33, what a step "
+                              "of this method commits: left out";
+  results[2].runs[0].server_side = kept;
+  results[2].runs[1].server_side = other;
+  auto c2 = *find(build_report(results, nullptr), results[2].cell_id);
+  EXPECT_FALSE(c2.sglang_avg_spec_accept_length);
+  EXPECT_EQ(std::count(c2.notes.begin(), c2.notes.end(), other.sglang_avg_left_out), 1);
+  EXPECT_EQ(std::count(c2.notes.begin(), c2.notes.end(), why), 0);
+  // The other way round, the kept latest value stands and no reason is listed.
+  results[2].runs[0].server_side = other;
+  results[2].runs[1].server_side = kept;
+  c2 = *find(build_report(results, nullptr), results[2].cell_id);
+  EXPECT_EQ(c2.sglang_avg_spec_accept_length, 3.0);
+  EXPECT_EQ(std::count(c2.notes.begin(), c2.notes.end(), other.sglang_avg_left_out), 0);
+  // A result written before sglang_avg_left_out has the reason in its notes only.
+  ServerSideFigures old_file;
+  old_file.server_info_ok = true;
+  old_file.notes = {why};
+  results[2].runs[1].server_side = old_file;
+  c2 = *find(build_report(results, nullptr), results[2].cell_id);
+  EXPECT_FALSE(c2.sglang_avg_spec_accept_length);
+  EXPECT_EQ(std::count(c2.notes.begin(), c2.notes.end(), why), 1);
 }
 
 TEST(Report, SvgStaysXmlAndDrawsOnlyCellsThatFailedAsFailed) {
