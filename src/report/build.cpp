@@ -1,6 +1,7 @@
 // Builds a report from cell results and the manifest: order, baselines, speedups.
 #include "specbench/report.hpp"
 
+#include "results/run_lock.hpp"
 #include "results/sorting_lock.hpp"
 
 #include <algorithm>
@@ -327,6 +328,18 @@ Expected<Report> load_report(const std::filesystem::path& results_dir) {
                   "load_report");
   Report rep = build_report(results, manifest ? &*manifest : nullptr);
   rep.results_dir = results_dir.string();
+  // "running" with nobody holding the run's lock: the run was killed (the kernel lets go of the
+  // lock when its process dies), and is not live.
+  if (rep.state == "running" && !detail::run_lock_held(results_dir)) {
+    rep.state = "interrupted";
+    for (auto& m : rep.missing) // the cell it was measuring was stopped with it
+      if (m.ends_with(" (running)"))
+        m.replace(m.size() - 9, 9, "(stopped with the run)");
+    problems.push_back("manifest.json says a run is in progress, but no runner holds " +
+                       (results_dir / ".lock").string() +
+                       ": the run was stopped without finishing (killed, a crash or a reboot); "
+                       "run the sweep again to resume (finished cells are kept)");
+  }
   rep.problems.insert(rep.problems.begin(), problems.begin(), problems.end());
   return rep;
 }

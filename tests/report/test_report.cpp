@@ -7,8 +7,11 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <fcntl.h>
 #include <fstream>
 #include <sstream>
+#include <sys/file.h>
+#include <unistd.h>
 
 using namespace specbench;
 
@@ -669,6 +672,45 @@ TEST(Report, SvgStaysXmlAndDrawsOnlyCellsThatFailedAsFailed) {
   EXPECT_EQ(svg2.find("failed"), svg2.find("failed / skipped")); // the legend only
   EXPECT_NE(svg2.find("2 completed cells not drawn (no completed autoregressive cell"),
             std::string::npos);
+}
+
+// After a SIGKILL the manifest still says "running": the report told a dead run as live ("sweep
+// running", cells "(running)") until the next run. The run's lock says whether one is live.
+TEST(Report, ARunningManifestWithNoRunnerHoldingTheLockIsAnInterruptedRun) {
+  const auto dir = specbench::testing::make_temp_dir("report-dead-run");
+  auto store = ResultStore::open(dir);
+  ASSERT_TRUE(store);
+  for (const auto& r : sample())
+    ASSERT_TRUE(store->commit(r));
+  Manifest m;
+  m.sweep_name = "demo";
+  m.state = "running";
+  ManifestPhase p;
+  p.id = "tp1";
+  p.cells.push_back({"tp1-gone", "h", "autoregressive", "default", "running", ""});
+  m.phases.push_back(p);
+  ASSERT_TRUE(store->write_manifest(m));
+  auto dead = load_report(dir);
+  ASSERT_TRUE(dead) << dead.status().to_string();
+  EXPECT_EQ(dead->state, "interrupted");
+  EXPECT_NE(
+      std::find(dead->missing.begin(), dead->missing.end(), "tp1-gone (stopped with the run)"),
+      dead->missing.end());
+  ASSERT_FALSE(dead->problems.empty());
+  EXPECT_NE(dead->problems.front().find("no runner holds"), std::string::npos)
+      << dead->problems.front();
+  // A live run holds .lock exclusively (as the runner does): then it is running.
+  const int fd = ::open((dir / ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_EX | LOCK_NB), 0);
+  auto live = load_report(dir);
+  ::close(fd);
+  ASSERT_TRUE(live) << live.status().to_string();
+  EXPECT_EQ(live->state, "running");
+  EXPECT_NE(std::find(live->missing.begin(), live->missing.end(), "tp1-gone (running)"),
+            live->missing.end());
+  for (const auto& p : live->problems)
+    EXPECT_EQ(p.find("no runner holds"), std::string::npos) << p;
 }
 
 TEST(Report, WriteFilesAndLoadFromDirectory) {
