@@ -432,10 +432,10 @@ private:
   }
 
   // ---- stages --------------------------------------------------------------------------------
-  Status prepare_store();
+  Status prepare_store(const Manifest* last);
   const std::string& stale_batch(const std::string& why);
   void keep_previous_attempt(const Cell& c);
-  void build_manifest();
+  void build_manifest(const Manifest* last);
   bool run_preflight_for(const Phase& phase, const std::string& why);
   void take_memory_baseline(const Phase& phase);
   std::string check_memory_back(const Phase& phase, CellResult& r);
@@ -474,7 +474,8 @@ private:
 
 // Sorts the stored results: complete ones are kept, the rest moved aside. A result that cannot be
 // moved aside stops the run before anything is measured: running its cell would overwrite it.
-Status SweepRun::prepare_store() {
+// `last` is the manifest the previous run left, or null.
+Status SweepRun::prepare_store(const Manifest* last) {
   Status failed;
   auto move = [&](const std::string& id, const std::string& why, const std::string& detail = "") {
     auto moved = store_.move_aside(id, stale_batch(why));
@@ -525,7 +526,7 @@ Status SweepRun::prepare_store() {
   // A server log with no result, left by an attempt killed with the runner under a config that
   // has changed since (the last manifest says which): it goes with the other results of that
   // config, not to the new config's attempts.
-  if (auto last = store_.load_manifest())
+  if (last)
     for (const auto& mp : last->phases)
       for (const auto& mc : mp.cells) {
         const Cell* cell = matrix_.find(mc.id);
@@ -611,8 +612,8 @@ void SweepRun::keep_previous_attempt(const Cell& c) {
   }
 }
 
-void SweepRun::build_manifest() {
-  auto previous = store_.load_manifest();
+// `previous` is the manifest the previous run left, or null: its preflight verdicts carry on.
+void SweepRun::build_manifest(const Manifest* previous) {
   manifest_.sweep_name = sweep_.name;
   manifest_.sweep_file = sweep_.source.string();
   manifest_.sweep_hash = sweep_hash_;
@@ -1056,9 +1057,13 @@ Expected<SweepOutcome> SweepRun::run() {
 
   if (!sorting_.note().empty())
     message(sorting_.note());
-  if (Status st = prepare_store(); !st)
+  // Read once: prepare_store routes orphan logs by it, build_manifest carries its verdicts on.
+  // Nothing between the two writes the manifest.
+  const Expected<Manifest> last_manifest = store_.load_manifest();
+  const Manifest* last = last_manifest ? &*last_manifest : nullptr;
+  if (Status st = prepare_store(last); !st)
     return st;
-  build_manifest();
+  build_manifest(last);
   sorting_.release(); // a report may read from here on: the directory is sorted
   for (const auto& ph : matrix_.phases)
     for (const auto& c : ph.cells)
