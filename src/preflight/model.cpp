@@ -815,16 +815,15 @@ std::optional<unsigned long long> free_in_tp_group(const Run& run) {
   return free_total;
 }
 
-// Whether `bytes` of weights, with the plan's headroom, fit in the TP group's free memory.
-// `what` names the weights ("weights", "target and drafter weights"); `too_big` is the
-// diagnosis when they do not fit, `smaller` what to quantise; a non-empty `blocked` skips the
-// check, saying why.
-void check_fit(Run& run, const std::string& id, const std::string& what, uintmax_t bytes,
-               const std::string& blocked, const std::string& too_big,
-               const std::string& smaller = "a quantised model") {
+// Whether `bytes` of weights, with the plan's headroom, fit in the TP group's free memory
+// (`free_total`, from free_in_tp_group; nothing when unknown). `what` names the weights
+// ("weights", "target and drafter weights"); `too_big` is the diagnosis when they do not fit,
+// `smaller` what to quantise; a non-empty `blocked` skips the check, saying why.
+void check_fit(Run& run, const std::optional<unsigned long long>& free_total, const std::string& id,
+               const std::string& what, uintmax_t bytes, const std::string& blocked,
+               const std::string& too_big, const std::string& smaller = "a quantised model") {
   const auto t0 = Clock::now();
   auto c = make_check(id, PreflightLayer::model);
-  const auto free_total = free_in_tp_group(run);
   if (!blocked.empty()) {
     c.status = CheckStatus::skipped;
     c.summary = blocked;
@@ -858,9 +857,11 @@ void run_model_layer(Run& run) {
   const PreflightPlan& plan = run.plan;
   // A target that is a hub id (no model path) is not checked here; a local drafter still is.
   FolderVerdict target{false, 0, "the model is not checked here (a hub id, or no --model)"};
+  // The GPU layers ran before this one: the TP group's free memory is the same for both fits.
+  const auto free_total = free_in_tp_group(run);
   if (!plan.model_path.empty()) {
     target = check_folder(run, {plan.model_path, "model.", "model", "--model", "model.path", true});
-    check_fit(run, "model.memory_fit", "weights", target.weight_bytes, target.blocked,
+    check_fit(run, free_total, "model.memory_fit", "weights", target.weight_bytes, target.blocked,
               "the model does not fit in the free memory of the planned GPUs");
   }
   if (plan.draft_model_path.empty())
@@ -870,7 +871,7 @@ void run_model_layer(Run& run) {
   const FolderVerdict draft = check_folder(run, {plan.draft_model_path, "model.draft_", "drafter",
                                                  "--draft-model", "model.draft_path", false});
   const bool both = target.blocked.empty();
-  check_fit(run, "model.draft_memory_fit",
+  check_fit(run, free_total, "model.draft_memory_fit",
             both ? "target and drafter weights"
                  : "drafter weights alone (the model's are not counted: " + target.blocked + ")",
             (both ? target.weight_bytes : 0) + draft.weight_bytes, draft.blocked,
