@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -326,10 +327,27 @@ public:
     CellResult result;
     std::filesystem::path path;
   };
-  /// The latest attempt (highest attempt number) of `cell_id` kept in a stale/*-<why>/ batch
-  /// with this config hash, or nothing. The runner keeps a failed attempt there before running
-  /// the cell again; if that new attempt dies with the runner, it left no result, and this is
-  /// what carries the attempt count and the pointer to the kept attempt on.
+  /// The results kept in the stale/*-<why>/ batches, found by one scan of stale/ (see
+  /// index_kept_attempts): a lookup lists no folder again, and reads only its cell's files.
+  class KeptAttempts {
+  public:
+    /// The latest attempt (highest attempt number) of `cell_id` kept with this config hash, or
+    /// nothing.
+    std::optional<KeptAttempt> latest(const std::string& cell_id,
+                                      const std::string& config_hash) const;
+
+  private:
+    friend class ResultStore;
+    // cell id -> its kept result files, in the order the scan met their batches
+    std::map<std::string, std::vector<std::filesystem::path>> files_;
+  };
+  /// Scans stale/ once for the results kept in its *-<why>/ batches. The runner keeps a failed
+  /// attempt there before running the cell again; if that new attempt dies with the runner, it
+  /// left no result, and the kept one carries the attempt count and the pointer to it on. The
+  /// index is what stale/ held when it was taken.
+  KeptAttempts index_kept_attempts(const std::string& why) const;
+  /// The latest attempt of `cell_id` kept in a stale/*-<why>/ batch with this config hash, or
+  /// nothing: index_kept_attempts(why).latest(...) for one cell (for many, keep the index).
   std::optional<KeptAttempt> latest_kept_attempt(const std::string& cell_id,
                                                  const std::string& config_hash,
                                                  const std::string& why) const;

@@ -276,10 +276,8 @@ Expected<fs::path> ResultStore::move_log_aside(const std::string& cell_id,
   return target;
 }
 
-std::optional<ResultStore::KeptAttempt>
-ResultStore::latest_kept_attempt(const std::string& cell_id, const std::string& config_hash,
-                                 const std::string& why) const {
-  std::optional<KeptAttempt> best;
+ResultStore::KeptAttempts ResultStore::index_kept_attempts(const std::string& why) const {
+  KeptAttempts index;
   std::error_code ec;
   const std::string suffix = "-" + why;
   for (auto it = fs::directory_iterator(dir_ / "stale", ec); !ec && it != fs::directory_iterator();
@@ -287,9 +285,27 @@ ResultStore::latest_kept_attempt(const std::string& cell_id, const std::string& 
     const std::string batch = it->path().filename().string();
     if (batch.size() <= suffix.size() || !batch.ends_with(suffix))
       continue;
-    const fs::path p = it->path() / "cells" / (cell_id + ".json");
-    std::error_code fec;
-    if (!fs::is_regular_file(p, fec))
+    std::error_code cec;
+    for (auto f = fs::directory_iterator(it->path() / "cells", cec);
+         !cec && f != fs::directory_iterator(); f.increment(cec)) {
+      const std::string name = f->path().filename().string();
+      if (name.size() > 5 && name.ends_with(".json"))
+        index.files_[name.substr(0, name.size() - 5)].push_back(f->path());
+    }
+  }
+  return index;
+}
+
+std::optional<ResultStore::KeptAttempt>
+ResultStore::KeptAttempts::latest(const std::string& cell_id,
+                                  const std::string& config_hash) const {
+  const auto files = files_.find(cell_id);
+  if (files == files_.end())
+    return std::nullopt;
+  std::optional<KeptAttempt> best;
+  for (const fs::path& p : files->second) {
+    std::error_code ec;
+    if (!fs::is_regular_file(p, ec))
       continue;
     const auto text = read_text(p);
     auto r = text ? cell_result_from_json(*text) : Expected<CellResult>(Status());
@@ -299,6 +315,12 @@ ResultStore::latest_kept_attempt(const std::string& cell_id, const std::string& 
       best = KeptAttempt{std::move(*r), p};
   }
   return best;
+}
+
+std::optional<ResultStore::KeptAttempt>
+ResultStore::latest_kept_attempt(const std::string& cell_id, const std::string& config_hash,
+                                 const std::string& why) const {
+  return index_kept_attempts(why).latest(cell_id, config_hash);
 }
 
 Expected<Manifest> ResultStore::load_manifest() const {

@@ -540,11 +540,13 @@ Status SweepRun::prepare_store(const Manifest* last) {
   // A cell with no result whose last attempt was kept aside before it ran again (stale/*-retried/)
   // and then died with the runner (SIGKILL) left nothing else: its count and the pointer to the
   // kept attempt go on from there, so no second "attempt 1" appears. Not after --fresh.
+  // stale/ is scanned once for all cells, not once per cell.
+  const ResultStore::KeptAttempts kept_index = store_.index_kept_attempts("retried");
   for (const auto& phase : matrix_.phases)
     for (const auto& c : phase.cells) {
       if (previous_.count(c.id) || (opt_.fresh && selected(c)))
         continue;
-      if (auto kept = store_.latest_kept_attempt(c.id, c.config_hash, "retried")) {
+      if (auto kept = kept_index.latest(c.id, c.config_hash)) {
         std::error_code ec;
         const CellResult& k = kept->result;
         previous_[c.id] = {k.attempt, k.status, true};

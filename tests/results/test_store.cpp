@@ -404,6 +404,74 @@ TEST(ResultStore, CommitLoadAndMoveAside) {
   EXPECT_NE(problems[0].find("broken.json"), std::string::npos);
 }
 
+// Kept attempts: several stale/*-retried/ batches, other hashes and occasions, a broken file
+// and a folder where a result should be. The answer is the highest attempt with the cell's hash.
+TEST(ResultStore, KeptAttemptsIndexGivesTheLatestAcrossSeveralRetriedBatches) {
+  const auto dir = specbench::testing::make_temp_dir("store-kept");
+  auto store = ResultStore::open(dir);
+  ASSERT_TRUE(store) << store.status().to_string();
+  const std::string hash = "0123456789abcdef", old_hash = "fedcba9876543210";
+  const auto keep = [&](const std::string& id, int attempt, const std::string& h,
+                        const std::string& batch) {
+    CellResult r = sample_result(id);
+    r.attempt = attempt;
+    r.config_hash = h;
+    r.status = CellStatus::failed;
+    r.failure = CellFailure{CellStage::measure, "server died", "", "", true, false};
+    ASSERT_TRUE(store->commit(r));
+    ASSERT_TRUE(store->move_aside(id, batch));
+  };
+  keep("a", 1, hash, "20260101T000000Z-retried");
+  keep("b", 1, hash, "20260101T000000Z-retried");
+  keep("a", 2, hash, "20260102T000000Z-retried");
+  keep("c", 3, old_hash, "20260102T000000Z-retried");
+  keep("a", 4, old_hash, "20260103T000000Z-retried"); // later, but of a config since changed
+  keep("a", 3, hash, "20260104T000000Z-retried");
+  keep("b", 5, hash, "20260104T000000Z-config-changed"); // moved aside, not kept for a retry
+  fs::create_directories(dir / "stale" / "20260105T000000Z-retried" / "cells" / "d.json");
+  { std::ofstream(dir / "stale" / "20260105T000000Z-retried" / "cells" / "e.json") << "{broken"; }
+  { std::ofstream(dir / "stale" / "retried") << "not a batch"; }
+
+  struct Expect {
+    std::string id, hash;
+    int attempt; // 0: none
+    std::string batch;
+  };
+  const std::vector<Expect> expected = {{"a", hash, 3, "20260104T000000Z-retried"},
+                                        {"a", old_hash, 4, "20260103T000000Z-retried"},
+                                        {"b", hash, 1, "20260101T000000Z-retried"},
+                                        {"c", old_hash, 3, "20260102T000000Z-retried"},
+                                        {"c", hash, 0, ""},
+                                        {"d", hash, 0, ""},
+                                        {"e", hash, 0, ""},
+                                        {"never-run", hash, 0, ""}};
+  // The runner takes the index once and looks every cell up in it: the same answers as asking
+  // for one cell at a time (these were checked against the per-cell scan before the index).
+  const auto index = store->index_kept_attempts("retried");
+  for (const auto& e : expected) {
+    SCOPED_TRACE(e.id + " " + e.hash);
+    for (const auto& found :
+         {store->latest_kept_attempt(e.id, e.hash, "retried"), index.latest(e.id, e.hash)}) {
+      ASSERT_EQ(found.has_value(), e.attempt > 0);
+      if (!found)
+        continue;
+      EXPECT_EQ(found->result.attempt, e.attempt);
+      EXPECT_EQ(found->result.cell_id, e.id);
+      EXPECT_EQ(found->path, dir / "stale" / e.batch / "cells" / (e.id + ".json"));
+    }
+  }
+  // Another occasion's batches are another index.
+  const auto moved = store->index_kept_attempts("config-changed").latest("b", hash);
+  ASSERT_TRUE(moved);
+  EXPECT_EQ(moved->result.attempt, 5);
+  EXPECT_FALSE(store->index_kept_attempts("config-changed").latest("a", hash));
+  // No stale/ at all: nothing kept.
+  const auto empty_dir = specbench::testing::make_temp_dir("store-kept-none");
+  auto empty = ResultStore::open(empty_dir);
+  ASSERT_TRUE(empty);
+  EXPECT_FALSE(empty->index_kept_attempts("retried").latest("a", hash));
+}
+
 TEST(ResultStore, OpenRemovesTempFilesOfAKilledWriter) {
   const auto dir = specbench::testing::make_temp_dir("store-tmp");
   fs::create_directories(dir / "cells");
