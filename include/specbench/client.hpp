@@ -276,7 +276,8 @@ Expected<Prompt> parse_prompt_line(const std::string& line);
 
 /// Why `path` cannot be a prompt dataset, found without reading it: "does not exist", "is a
 /// folder", "is not a regular file (...)" (a FIFO would block a read for ever, a device such as
-/// /dev/zero never end it); "" for a regular file or a link to one.
+/// /dev/zero never end it), "is a dangling symlink (to T, which is gone)", "is a loop of
+/// symbolic links", "cannot be read: ..." (permissions); "" for a regular file or a link to one.
 std::string dataset_file_problem(const std::filesystem::path& path);
 
 /// Reads a JSONL prompt dataset (see make_prompts): every non-blank line by parse_prompt_line.

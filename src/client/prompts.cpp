@@ -1,6 +1,8 @@
 // Prompts of a workload: synthetic token ids of an exact length, or a JSONL dataset.
 #include "specbench/client.hpp"
 
+#include "core/file_problem.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <fstream>
@@ -91,27 +93,26 @@ Expected<Prompt> parse_prompt_line(const std::string& line) {
 }
 
 std::string dataset_file_problem(const std::filesystem::path& path) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::file_status st = fs::status(path, ec);
-  if (st.type() == fs::file_type::not_found || (ec && st.type() == fs::file_type::none))
-    return "does not exist";
-  if (ec)
-    return "cannot be looked at (" + ec.message() + ")";
-  switch (st.type()) {
-  case fs::file_type::regular:
+  using detail::FileTrouble;
+  // The preflight's look at a file, so that a dangling link, a link loop or a folder that may
+  // not be entered is named as such rather than "does not exist". The kinds below keep the
+  // wording plan and run have always given a dataset (the noun shows only in those).
+  const detail::FileCheck c = detail::check_file(path, "dataset file");
+  switch (c.trouble) {
+  case FileTrouble::none:
     return {};
-  case fs::file_type::directory:
+  case FileTrouble::missing:
+    return "does not exist";
+  case FileTrouble::directory:
     return "is a folder";
-  case fs::file_type::fifo:
+  case FileTrouble::fifo:
     return "is not a regular file (a FIFO: reading it would wait for a writer)";
-  case fs::file_type::character:
-  case fs::file_type::block:
+  case FileTrouble::device:
     return "is not a regular file (a device)";
-  case fs::file_type::socket:
+  case FileTrouble::socket:
     return "is not a regular file (a socket)";
   default:
-    return "is not a regular file";
+    return detail::file_predicate(c.words);
   }
 }
 

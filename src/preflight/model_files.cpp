@@ -9,42 +9,6 @@
 namespace specbench::preflight {
 namespace fs = std::filesystem;
 
-std::string open_failure(const std::error_code& ec) {
-  if (ec == std::errc::permission_denied || ec == std::errc::operation_not_permitted)
-    return "cannot be read: " + ec.message();
-  if (ec == std::errc::too_many_symbolic_link_levels)
-    return "a loop of symbolic links";
-  return "cannot be opened: " + ec.message();
-}
-
-std::string file_problem(const fs::path& p, const std::string& what) {
-  std::error_code ec;
-  const auto st = fs::status(p, ec);
-  if (ec && ec != std::errc::no_such_file_or_directory)
-    return open_failure(ec);
-  if (!fs::exists(st)) {
-    std::error_code lec;
-    if (fs::is_symlink(fs::symlink_status(p, lec)))
-      return "a dangling symlink (to " + fs::read_symlink(p, lec).string() + ", which is gone)";
-    return "missing";
-  }
-  switch (st.type()) {
-  case fs::file_type::regular:
-    return {};
-  case fs::file_type::directory:
-    return "a directory, not a " + what;
-  case fs::file_type::fifo:
-    return "a named pipe (FIFO), not a " + what + " (reading it would wait for a writer)";
-  case fs::file_type::socket:
-    return "a socket, not a " + what;
-  case fs::file_type::block:
-  case fs::file_type::character:
-    return "a device node, not a " + what;
-  default:
-    return "not a regular file";
-  }
-}
-
 RegularFile::RegularFile(const fs::path& p) {
   if (why_ = file_problem(p); !why_.empty())
     return;
@@ -104,7 +68,7 @@ std::string read_regular_file(const fs::path& p, std::uintmax_t cap, std::string
 }
 
 std::string file_sentence(const std::string& name, const std::string& why) {
-  return why.rfind("cannot", 0) == 0 ? name + " " + why : name + " is " + why;
+  return name + " " + detail::file_predicate(why);
 }
 
 } // namespace specbench::preflight

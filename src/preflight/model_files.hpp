@@ -2,6 +2,8 @@
 // Reading the files of a model folder safely: only regular files are opened (a FIFO named
 // config.json would block the preflight forever), and every failure is a sentence for a check's
 // summary instead of an exception.
+#include "core/file_problem.hpp"
+
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -9,14 +11,16 @@
 
 namespace specbench::preflight {
 
-/// Why a file cannot be opened. Only a permission problem starts with "cannot be read" (which
-/// callers diagnose as one): anything else is damage that "download it again" fixes.
-std::string open_failure(const std::error_code& ec);
+/// Why a file cannot be opened (detail::open_failure, shared with the prompt datasets).
+using detail::open_failure;
 
 /// Why `p` is not a regular file one could read ("" = it is; symbolic links followed):
 /// "missing", "a dangling symlink (to T, which is gone)", "a loop of symbolic links",
 /// "a directory, not a <what>", "a named pipe (FIFO), not a <what>", ... Never opens `p`.
-std::string file_problem(const std::filesystem::path& p, const std::string& what = "file");
+/// The words of detail::check_file, which the prompt datasets share.
+inline std::string file_problem(const std::filesystem::path& p, const std::string& what = "file") {
+  return detail::check_file(p, what).words;
+}
 
 /// A regular file open for reading. It is opened non-blocking and checked after opening, so a
 /// FIFO or device put in its place after file_problem looked is refused rather than waited on.

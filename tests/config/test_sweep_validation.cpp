@@ -1,4 +1,5 @@
 // Every validation rule of a sweep, each with a test that fails without the rule.
+#include "specbench/client.hpp"
 #include "specbench/matrix.hpp"
 #include "support/test_paths.hpp"
 #include "sweep_fixture.hpp"
@@ -116,6 +117,26 @@ TEST(SweepValidation, BudgetsMustBePositiveAndBounded) {
   const auto block =
       load(replace(kValidSweep, "    block: 16\n  - kind: tree", "    block: 1\n  - kind: tree"));
   EXPECT_NE(find_error(block, "block 1 is out of range"), nullptr) << all_messages(block);
+}
+
+// A dataset path that leads nowhere for another reason than "nothing there" says which: the
+// preflight's look at a file, shared. These once all read "does not exist".
+TEST(SweepValidation, ADatasetLinkThatLeadsNowhereIsNamedAsSuch) {
+  const auto dir = make_temp_dir("dataset-links");
+  std::filesystem::create_symlink("gone.jsonl", dir / "dangling.jsonl");
+  std::filesystem::create_symlink("loop-b.jsonl", dir / "loop-a.jsonl");
+  std::filesystem::create_symlink("loop-a.jsonl", dir / "loop-b.jsonl");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"dangling.jsonl", "dangling.jsonl is a dangling symlink (to gone.jsonl, which is gone)"},
+      {"loop-a.jsonl", "loop-a.jsonl is a loop of symbolic links"},
+      {"nope.jsonl", "nope.jsonl does not exist"}};
+  for (const auto& [name, says] : cases) {
+    const auto r = load(replace(kValidSweep, "prompt_tokens: 512", "dataset: " + name), dir);
+    const Diagnostic* d = find_error(r, says);
+    ASSERT_NE(d, nullptr) << name << "\n" << all_messages(r);
+    EXPECT_EQ(d->path, "workloads[0].dataset");
+    EXPECT_EQ(dataset_file_problem(dir / name), says.substr(name.size() + 1));
+  }
 }
 
 TEST(SweepValidation, TensorParallelismCannotExceedDeclaredGpus) {
