@@ -28,6 +28,26 @@ std::string clip(const std::string& raw) {
   }
   return s.size() > 40 ? s.substr(0, 37) + "..." : s;
 }
+
+// A quoted scalar, or one tagged !!str, is text in YAML whatever it spells: `tp: "4"` is the
+// string "4". yaml-cpp hands it over as the characters 4 all the same; its tag tells ("!" for a
+// quoted scalar, "?" for a plain one). It is refused rather than coerced: a number written as
+// text (a template that quotes everything, a hand edit) is worth a clear error, not a guess.
+bool is_text(const YAML::Node& node) {
+  return node.Tag() == "!" || node.Tag() == "tag:yaml.org,2002:str";
+}
+
+// The error for a number written as text; `kind` is "a whole number" or "a number".
+void text_for_number(YamlReader& r, const YAML::Node& node, const std::string& path,
+                     const char* kind) {
+  const bool tagged = node.Tag() != "!";
+  const std::string s = clip(node.Scalar());
+  r.error(node, path,
+          "`" + path + "` must be " + kind + ", but it is the string \"" + s + "\" (" +
+              (tagged ? "tagged !!str" : "in quotes") + ": YAML reads it as text)",
+          tagged ? "remove the !!str tag: write " + s
+                 : "remove the quotes: write " + s + ", not \"" + s + "\"");
+}
 } // namespace
 
 std::string describe(const YAML::Node& node) {
@@ -147,6 +167,10 @@ std::optional<long long> YamlReader::read_int(const YAML::Node& node, const std:
           "write a number such as " + std::to_string(std::max(min, 1LL)));
     return std::nullopt;
   }
+  if (is_text(node)) {
+    text_for_number(*this, node, path, "a whole number");
+    return std::nullopt;
+  }
   if (v < min || v > max) {
     error(node, path,
           "`" + path + "` is " + std::to_string(v) + ", outside the allowed range " +
@@ -166,6 +190,10 @@ std::optional<double> YamlReader::read_double(const YAML::Node& node, const std:
       size_t used = 0;
       const double v = std::stod(s, &used);
       if (used == s.size() && std::isfinite(v)) {
+        if (is_text(node)) {
+          text_for_number(*this, node, path, "a number");
+          return std::nullopt;
+        }
         if (v < min || v > max) {
           error(node, path,
                 "`" + path + "` is " + s + ", outside the allowed range " +

@@ -282,6 +282,51 @@ TEST(SweepValidation, PlaceholdersMustExistAndBelongToTheCell) {
   EXPECT_EQ(find_error(r7, "literal {port}"), nullptr) << all_messages(r7);
 }
 
+// A quoted number is text in YAML. It is refused, naming the field and the fix, rather than
+// read as the number it spells: a sweep means what it says.
+TEST(SweepValidation, AQuotedNumberIsRefusedNotCoerced) {
+  const auto tp = load(replace(kValidSweep, "  - tp: 4\n", "  - tp: \"4\"\n"));
+  EXPECT_FALSE(tp.ok());
+  const Diagnostic* d =
+      find_error(tp, "`phases[1].tp` must be a whole number, but it is the string \"4\"");
+  ASSERT_NE(d, nullptr) << all_messages(tp);
+  EXPECT_EQ(d->path, "phases[1].tp");
+  EXPECT_EQ(d->line, 15);
+  EXPECT_EQ(d->column, 9);
+  EXPECT_NE(d->fix.find("remove the quotes"), std::string::npos) << d->fix;
+  // Single quotes, and an entry of a list.
+  const auto budget = load(replace(kValidSweep, "budgets: [8, 15, 64]", "budgets: [8, '15', 64]"));
+  EXPECT_NE(find_error(budget, "`methods[2].budgets[1]` must be a whole number, but it is the "
+                               "string \"15\""),
+            nullptr)
+      << all_messages(budget);
+  // A float field.
+  const auto grace = load(
+      replace(kValidSweep, "  backend: sglang\n", "  backend: sglang\n  stop_grace_s: \"1.5\"\n"));
+  const Diagnostic* g =
+      find_error(grace, "`server.stop_grace_s` must be a number, but it is the string \"1.5\"");
+  ASSERT_NE(g, nullptr) << all_messages(grace);
+  EXPECT_NE(g->fix.find("remove the quotes"), std::string::npos) << g->fix;
+  // An explicit !!str tag is text as well.
+  const auto tagged = load(replace(kValidSweep, "requests: 8", "requests: !!str 8"));
+  const Diagnostic* t =
+      find_error(tagged, "`workloads[0].requests` must be a whole number, but it is the string");
+  ASSERT_NE(t, nullptr) << all_messages(tagged);
+  EXPECT_NE(t->fix.find("!!str"), std::string::npos) << t->fix;
+  // Quoted text that is no number keeps the plain message.
+  const auto word = load(replace(kValidSweep, "  - tp: 4\n", "  - tp: \"four\"\n"));
+  EXPECT_NE(find_error(word, "`phases[1].tp` must be a whole number, but it is \"four\""), nullptr)
+      << all_messages(word);
+  // Unquoted numbers, and an explicit !!int or !!float tag, still read as numbers.
+  const auto plain = load(replace(kValidSweep, "  backend: sglang\n",
+                                  "  backend: sglang\n  stop_grace_s: 1.5\n  port: !!int 30000\n"
+                                  "  request_timeout_s: !!float 60\n"));
+  ASSERT_TRUE(plain.ok()) << all_messages(plain);
+  EXPECT_EQ(plain.sweep->server.stop_grace_s, 1.5);
+  EXPECT_EQ(plain.sweep->server.port, 30000);
+  EXPECT_EQ(plain.sweep->phases[1].tp, 4);
+}
+
 TEST(SweepValidation, NumbersOutOfRange) {
   EXPECT_NE(find_error(load(replace(kValidSweep, "requests: 8", "requests: 0")),
                        "outside the allowed range 1.."),
