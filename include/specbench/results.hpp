@@ -362,7 +362,8 @@ private:
   std::filesystem::path dir_;
 };
 
-/// A name for a batch of results moved aside: UTC time stamp plus `why`, unique in `dir`.
+/// A name for a batch of results moved aside, unique in `dir`: "<UTC stamp>-<why>", or
+/// "<UTC stamp>-<n>-<why>" when that batch exists already (every name ends in "-<why>").
 std::string stale_batch_name(const std::filesystem::path& results_dir, const std::string& why);
 
 } // namespace specbench

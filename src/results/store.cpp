@@ -118,11 +118,13 @@ std::string utc_now_iso8601() {
 }
 
 std::string stale_batch_name(const fs::path& results_dir, const std::string& why) {
-  const std::string base = compact_utc_stamp() + "-" + why;
-  std::string name = base;
+  // The counter goes before `why`: a batch is found by its "-<why>" ending (index_kept_attempts),
+  // and a second batch of the same second must be found too.
+  const std::string stamp = compact_utc_stamp();
+  std::string name = stamp + "-" + why;
   std::error_code ec;
   for (int i = 2; fs::exists(results_dir / "stale" / name, ec); ++i)
-    name = base + "-" + std::to_string(i);
+    name = stamp + "-" + std::to_string(i) + "-" + why;
   return name;
 }
 

@@ -392,7 +392,7 @@ TEST(ResultStore, CommitLoadAndMoveAside) {
   EXPECT_TRUE(fs::exists(*moved));
   EXPECT_TRUE(fs::exists(dir / "stale" / batch / "logs" / "tp1-linear-k16.log"));
   EXPECT_EQ(store->stored_ids(), (std::vector<std::string>{"tp1-autoregressive"}));
-  // A second batch in the same second gets a distinct name.
+  // A second batch in the same second gets a distinct name, still ending in "-<why>".
   fs::create_directories(dir / "stale" / batch);
   EXPECT_NE(stale_batch_name(dir, "config-changed"), batch);
   // Bad files are reported, not silently used.
@@ -470,6 +470,38 @@ TEST(ResultStore, KeptAttemptsIndexGivesTheLatestAcrossSeveralRetriedBatches) {
   auto empty = ResultStore::open(empty_dir);
   ASSERT_TRUE(empty);
   EXPECT_FALSE(empty->index_kept_attempts("retried").latest("a", hash));
+}
+
+// Two retried batches named in the same second (two quick runs): the second name gets a counter,
+// and its kept attempt must still be found, or the next run numbers the cell's attempts from 1
+// again beside the kept ones.
+TEST(ResultStore, ASecondRetriedBatchOfTheSameSecondIsStillIndexed) {
+  const auto dir = specbench::testing::make_temp_dir("store-kept-same-second");
+  auto store = ResultStore::open(dir);
+  ASSERT_TRUE(store) << store.status().to_string();
+  // Take names until one collides with the batch before it (the clock may tick between two).
+  std::string first, second;
+  for (int i = 0; i < 5 && second.empty(); ++i) {
+    first = stale_batch_name(dir, "retried");
+    fs::create_directories(dir / "stale" / first);
+    const std::string next = stale_batch_name(dir, "retried");
+    if (next.substr(0, 16) == first.substr(0, 16)) // the same stamp, YYYYMMDDTHHMMSSZ
+      second = next;
+  }
+  ASSERT_FALSE(second.empty()) << "no two names in the same second";
+  ASSERT_NE(second, first);
+  EXPECT_TRUE(second.ends_with("-retried")) << second;
+  CellResult r = sample_result("tp1-linear-k16");
+  r.attempt = 2;
+  r.config_hash = "0123456789abcdef";
+  r.status = CellStatus::failed;
+  r.failure = CellFailure{CellStage::measure, "server died", "", "", true, false};
+  ASSERT_TRUE(store->commit(r));
+  ASSERT_TRUE(store->move_aside("tp1-linear-k16", second));
+  const auto kept = store->index_kept_attempts("retried").latest("tp1-linear-k16", r.config_hash);
+  ASSERT_TRUE(kept) << "nothing found in stale/" << second;
+  EXPECT_EQ(kept->result.attempt, 2);
+  EXPECT_EQ(kept->path, dir / "stale" / second / "cells" / "tp1-linear-k16.json");
 }
 
 TEST(ResultStore, OpenRemovesTempFilesOfAKilledWriter) {
