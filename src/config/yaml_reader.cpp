@@ -37,7 +37,8 @@ bool is_text(const YAML::Node& node) {
   return node.Tag() == "!" || node.Tag() == "tag:yaml.org,2002:str";
 }
 
-// The error for a number written as text; `kind` is "a whole number" or "a number".
+// The error for a number or a truth value written as text; `kind` is "a whole number", "a
+// number" or "true or false".
 void text_for_number(YamlReader& r, const YAML::Node& node, const std::string& path,
                      const char* kind) {
   const bool tagged = node.Tag() != "!";
@@ -221,13 +222,21 @@ std::optional<bool> YamlReader::read_bool(const YAML::Node& node, const std::str
   mark(node, path);
   if (node.IsScalar()) {
     const std::string& s = node.Scalar();
-    // YAML 1.1's spellings, in each of its three cases.
+    // YAML 1.1's spellings, in each of its three cases; quoted, they are text, refused as a
+    // quoted number is.
+    std::optional<bool> v;
     for (const char* t : {"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON"})
       if (s == t)
-        return true;
+        v = true;
     for (const char* f : {"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF"})
       if (s == f)
-        return false;
+        v = false;
+    if (v && is_text(node)) {
+      text_for_number(*this, node, path, "true or false");
+      return std::nullopt;
+    }
+    if (v)
+      return v;
   }
   error(node, path, "`" + path + "` must be true or false, but it is " + describe(node),
         "write `true` or `false`");

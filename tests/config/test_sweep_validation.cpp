@@ -742,6 +742,26 @@ TEST(SweepValidation, BooleansInEveryYaml11Spelling) {
   EXPECT_FALSE(load(replace(kValidSweep, "requests: 8", "requests: 8\n    ignore_eos: yep")).ok());
 }
 
+// A quoted truth value is text, refused like a quoted number: `ignore_eos: "false"` must not
+// silently become false (or, worse, a string "no" read as true by another tool).
+TEST(SweepValidation, AQuotedBooleanIsRefusedNotCoerced) {
+  const auto r =
+      load(replace(kValidSweep, "requests: 8", "requests: 8\n    ignore_eos: \"false\""));
+  EXPECT_FALSE(r.ok());
+  const Diagnostic* d = find_error(
+      r, "`workloads[0].ignore_eos` must be true or false, but it is the string \"false\"");
+  ASSERT_NE(d, nullptr) << all_messages(r);
+  EXPECT_NE(d->fix.find("remove the quotes: write false"), std::string::npos) << d->fix;
+  const auto tagged =
+      load(replace(kValidSweep, "requests: 8", "requests: 8\n    ignore_eos: !!str yes"));
+  EXPECT_NE(find_error(tagged, "must be true or false, but it is the string \"yes\""), nullptr)
+      << all_messages(tagged);
+  // Unquoted, and tagged !!bool, it is a truth value.
+  const auto plain =
+      load(replace(kValidSweep, "requests: 8", "requests: 8\n    ignore_eos: !!bool false"));
+  ASSERT_TRUE(plain.ok()) << all_messages(plain);
+}
+
 TEST(SweepValidation, ASweepOfMoreThanTenThousandCellsIsATypo) {
   std::string budgets = "[";
   for (int b = 1; b <= 1024; ++b)
