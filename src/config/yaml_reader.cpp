@@ -39,8 +39,8 @@ bool is_text(const YAML::Node& node) {
 
 // The error for a number or a truth value written as text; `kind` is "a whole number", "a
 // number" or "true or false".
-void text_for_number(YamlReader& r, const YAML::Node& node, const std::string& path,
-                     const char* kind) {
+void refuse_quoted_value(YamlReader& r, const YAML::Node& node, const std::string& path,
+                         const char* kind) {
   const bool tagged = node.Tag() != "!";
   const std::string s = clip(node.Scalar());
   r.error(node, path,
@@ -169,7 +169,7 @@ std::optional<long long> YamlReader::read_int(const YAML::Node& node, const std:
     return std::nullopt;
   }
   if (is_text(node)) {
-    text_for_number(*this, node, path, "a whole number");
+    refuse_quoted_value(*this, node, path, "a whole number");
     return std::nullopt;
   }
   if (v < min || v > max) {
@@ -192,7 +192,7 @@ std::optional<double> YamlReader::read_double(const YAML::Node& node, const std:
       const double v = std::stod(s, &used);
       if (used == s.size() && std::isfinite(v)) {
         if (is_text(node)) {
-          text_for_number(*this, node, path, "a number");
+          refuse_quoted_value(*this, node, path, "a number");
           return std::nullopt;
         }
         if (v < min || v > max) {
@@ -232,7 +232,7 @@ std::optional<bool> YamlReader::read_bool(const YAML::Node& node, const std::str
       if (s == f)
         v = false;
     if (v && is_text(node)) {
-      text_for_number(*this, node, path, "true or false");
+      refuse_quoted_value(*this, node, path, "true or false");
       return std::nullopt;
     }
     if (v)
