@@ -167,6 +167,8 @@ struct SimFaultSpec {
 };
 /// Parses "none", "fail-start", "crash-after:3", ... (invalid_argument with the list otherwise).
 Expected<SimFaultSpec> parse_sim_fault(std::string_view text);
+/// Every fault's name, comma-separated, the counted ones as "crash-after:N" (--help, errors).
+std::string sim_fault_names();
 
 /// Everything the simulated server is configured with (the sim-server flags).
 struct SimServerOptions {

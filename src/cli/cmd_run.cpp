@@ -271,7 +271,7 @@ const Registrar reg{
        sub->add_option("sweep", a->file, "the sweep YAML file");
        sub->add_option("--results", a->results,
                        "results directory (default: the sweep's "
-                       "runner.results_dir)")
+                       "runner.results_dir, else results/NAME in the current directory)")
            ->check(CLI::Validator(
                [](std::string& dir) {
                  return dir.empty() ? std::string("--results is empty: name a folder, or leave "

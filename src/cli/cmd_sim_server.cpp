@@ -176,12 +176,7 @@ const Registrar reg{Command{
                       "fold spec counters into /server_info every N steps (SGLang: 40)")
           ->check(CLI::Range(1, 1 << 20))
           ->capture_default_str();
-      sub->add_option("--fault", args->fault,
-                      "none, fail-start, oom-start, exit-start, nccl-error, crash-after:N, hang, "
-                      "hang-after:N, unavailable, malformed-json, trickle, wrong-content-length, "
-                      "no-metrics, garbage-crash-after:N, garbage-body, lying-counts, quiet-lies, "
-                      "lying-metrics, broken-generation, truncate-prompts")
-          ->capture_default_str();
+      sub->add_option("--fault", args->fault, sim_fault_names())->capture_default_str();
       sub->add_option("--exit-delay-s", args->exit_delay_s,
                       "fail-start, oom-start, exit-start: linger this long after the error line "
                       "before exiting, as a server tearing down its workers does")

@@ -306,36 +306,51 @@ const char* to_string(SimFault fault) noexcept {
   return "?";
 }
 
+namespace {
+// Every fault, in the order --help and the parser's error list them.
+constexpr SimFault kAllFaults[] = {SimFault::none,
+                                   SimFault::fail_start,
+                                   SimFault::oom_start,
+                                   SimFault::exit_start,
+                                   SimFault::nccl_error,
+                                   SimFault::crash_after,
+                                   SimFault::hang,
+                                   SimFault::hang_after,
+                                   SimFault::unavailable,
+                                   SimFault::malformed_json,
+                                   SimFault::trickle,
+                                   SimFault::wrong_content_length,
+                                   SimFault::no_metrics,
+                                   SimFault::garbage_crash_after,
+                                   SimFault::garbage_body,
+                                   SimFault::lying_counts,
+                                   SimFault::quiet_lies,
+                                   SimFault::lying_metrics,
+                                   SimFault::broken_generation,
+                                   SimFault::truncate_prompts,
+                                   SimFault::stop_early,
+                                   SimFault::no_generation};
+} // namespace
+
+std::string sim_fault_names() {
+  std::string names;
+  for (SimFault f : kAllFaults) {
+    names += std::string(names.empty() ? "" : ", ") + to_string(f);
+    if (f == SimFault::crash_after || f == SimFault::hang_after ||
+        f == SimFault::garbage_crash_after)
+      names += ":N";
+  }
+  return names;
+}
+
 Expected<SimFaultSpec> parse_sim_fault(std::string_view text) {
-  static const SimFault all[] = {SimFault::none,
-                                 SimFault::fail_start,
-                                 SimFault::oom_start,
-                                 SimFault::exit_start,
-                                 SimFault::nccl_error,
-                                 SimFault::crash_after,
-                                 SimFault::hang,
-                                 SimFault::hang_after,
-                                 SimFault::unavailable,
-                                 SimFault::malformed_json,
-                                 SimFault::trickle,
-                                 SimFault::wrong_content_length,
-                                 SimFault::no_metrics,
-                                 SimFault::garbage_crash_after,
-                                 SimFault::garbage_body,
-                                 SimFault::lying_counts,
-                                 SimFault::quiet_lies,
-                                 SimFault::lying_metrics,
-                                 SimFault::broken_generation,
-                                 SimFault::truncate_prompts,
-                                 SimFault::stop_early,
-                                 SimFault::no_generation};
   std::string_view name = text, count;
   const auto colon = text.find(':');
   if (colon != std::string_view::npos) {
     name = text.substr(0, colon);
     count = text.substr(colon + 1);
   }
-  for (SimFault f : all) {
+  for (SimFault f : kAllFaults) {
     if (name != to_string(f))
       continue;
     SimFaultSpec spec{f, 0};
@@ -364,11 +379,8 @@ Expected<SimFaultSpec> parse_sim_fault(std::string_view text) {
     }
     return spec;
   }
-  std::string names;
-  for (SimFault f : all)
-    names += std::string(names.empty() ? "" : ", ") + to_string(f);
   return Status(StatusCode::invalid_argument, "unknown fault '" + std::string(text) + "'",
-                "use one of: " + names + " (crash-after:N, garbage-crash-after:N, hang-after:N)");
+                "use one of: " + sim_fault_names());
 }
 
 const char* sim_synthetic_note() noexcept {

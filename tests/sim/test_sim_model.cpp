@@ -128,5 +128,25 @@ TEST(SimFaults, ParseEveryFaultAndRejectNonsense) {
   EXPECT_FALSE(parse_sim_fault("hang:3").has_value());
   auto bad = parse_sim_fault("explode");
   ASSERT_FALSE(bad.has_value());
-  EXPECT_NE(bad.status().remedy().find("crash-after"), std::string::npos);
+  EXPECT_NE(bad.status().remedy().find("crash-after:N"), std::string::npos);
+}
+
+// The list --help shows is the parser's own: every name in it parses (the counted ones with a
+// count), and the newest faults are in it (--help once lacked stop-early and no-generation).
+TEST(SimFaults, TheListInHelpIsEveryFaultTheParserTakes) {
+  const std::string names = sim_fault_names();
+  std::vector<std::string> listed;
+  for (std::size_t at = 0; at < names.size();) {
+    const std::size_t comma = names.find(", ", at);
+    listed.push_back(names.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
+    at = comma == std::string::npos ? names.size() : comma + 2;
+  }
+  EXPECT_EQ(listed.size(), 22u) << names;
+  for (std::string f : listed) {
+    if (f.ends_with(":N"))
+      f = f.substr(0, f.size() - 1) + "3";
+    EXPECT_TRUE(parse_sim_fault(f).has_value()) << f;
+  }
+  for (const char* f : {"stop-early", "no-generation", "truncate-prompts", "crash-after:N"})
+    EXPECT_NE(names.find(f), std::string::npos) << f;
 }
