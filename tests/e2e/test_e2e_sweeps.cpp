@@ -446,9 +446,10 @@ TEST(E2E, SigintAndSigkillAtRandomPointsThenResumeFinishesEveryCellOnce) {
   // ran again (and logs of attempts killed before their result) are kept, under "-retried".
   if (fs::exists(results / "stale"))
     for (const auto& batch : fs::directory_iterator(results / "stale")) {
-      // "<stamp>-retried", or "<stamp>-retried-2" for a second run within the same second.
+      // "<stamp>-retried", or "<stamp>-2-retried" for a second run within the same second (every
+      // batch ends in "-<why>": that is how the next run finds its kept attempts).
       EXPECT_TRUE(std::regex_match(batch.path().filename().string(),
-                                   std::regex("[0-9TZ]+-retried(-[0-9]+)?")))
+                                   std::regex("[0-9TZ]+(-[0-9]+)?-retried")))
           << batch.path();
       if (!fs::exists(batch.path() / "cells"))
         continue;
