@@ -2,6 +2,7 @@
 #include "specbench/matrix.hpp"
 #include "core/json_text.hpp"
 
+#include "config/placeholders.hpp"
 #include "config/workload_json.hpp"
 
 #include <nlohmann/json.hpp>
@@ -73,11 +74,14 @@ bool uses_drafter(const std::vector<std::string>& tmpl, const std::vector<std::s
   const std::string& draft = model.draft_path;
   if (draft.empty())
     return false;
-  for (const auto& t : tmpl) // "{{draft_model}}" is the literal text, not the placeholder
-    for (size_t at = t.find("{draft_model}"); at != std::string::npos;
-         at = t.find("{draft_model}", at + 1))
-      if (at == 0 || t[at - 1] != '{')
-        return true;
+  // The placeholders as substitution reads them ("{{draft_model}}" is literal text).
+  for (const auto& t : tmpl) {
+    std::vector<std::string> names;
+    std::string problem;
+    if (detail::placeholder_names(t, names, problem) &&
+        std::find(names.begin(), names.end(), "draft_model") != names.end())
+      return true;
+  }
   return draft != model.path && std::any_of(argv.begin(), argv.end(), [&](const std::string& a) {
            return holds_word(a, draft);
          });
