@@ -330,14 +330,19 @@ constexpr SimFault kAllFaults[] = {SimFault::none,
                                    SimFault::truncate_prompts,
                                    SimFault::stop_early,
                                    SimFault::no_generation};
+
+// The faults written with a count: crash-after:N, hang-after:N, garbage-crash-after:N.
+bool takes_count(SimFault f) {
+  return f == SimFault::crash_after || f == SimFault::hang_after ||
+         f == SimFault::garbage_crash_after;
+}
 } // namespace
 
 std::string sim_fault_names() {
   std::string names;
   for (SimFault f : kAllFaults) {
     names += std::string(names.empty() ? "" : ", ") + to_string(f);
-    if (f == SimFault::crash_after || f == SimFault::hang_after ||
-        f == SimFault::garbage_crash_after)
+    if (takes_count(f))
       names += ":N";
   }
   return names;
@@ -354,9 +359,7 @@ Expected<SimFaultSpec> parse_sim_fault(std::string_view text) {
     if (name != to_string(f))
       continue;
     SimFaultSpec spec{f, 0};
-    const bool counted = f == SimFault::crash_after || f == SimFault::hang_after ||
-                         f == SimFault::garbage_crash_after;
-    if (counted) {
+    if (takes_count(f)) {
       if (count.empty() && colon != std::string_view::npos)
         return Status(StatusCode::invalid_argument,
                       "fault '" + std::string(text) + "' has a ':' but no count",
