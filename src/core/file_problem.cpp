@@ -11,6 +11,24 @@ std::string open_failure(const std::error_code& ec) {
   return "cannot be opened: " + ec.message();
 }
 
+const char* file_type_words(fs::file_type t) {
+  switch (t) {
+  case fs::file_type::directory:
+    return "a directory";
+  case fs::file_type::regular:
+    return "a file";
+  case fs::file_type::fifo:
+    return "a named pipe (FIFO)";
+  case fs::file_type::socket:
+    return "a socket";
+  case fs::file_type::block:
+  case fs::file_type::character:
+    return "a device node";
+  default:
+    return nullptr;
+  }
+}
+
 FileCheck check_file(const fs::path& p, const std::string& noun) {
   std::error_code ec;
   const auto st = fs::status(p, ec);
@@ -23,19 +41,20 @@ FileCheck check_file(const fs::path& p, const std::string& noun) {
               "a dangling symlink (to " + fs::read_symlink(p, lec).string() + ", which is gone)"};
     return {FileTrouble::missing, "missing"};
   }
+  const char* what = file_type_words(st.type());
+  const std::string not_a = what ? std::string(what) + ", not a " + noun : "";
   switch (st.type()) {
   case fs::file_type::regular:
     return {};
   case fs::file_type::directory:
-    return {FileTrouble::directory, "a directory, not a " + noun};
+    return {FileTrouble::directory, not_a};
   case fs::file_type::fifo:
-    return {FileTrouble::fifo,
-            "a named pipe (FIFO), not a " + noun + " (reading it would wait for a writer)"};
+    return {FileTrouble::fifo, not_a + " (reading it would wait for a writer)"};
   case fs::file_type::socket:
-    return {FileTrouble::socket, "a socket, not a " + noun};
+    return {FileTrouble::socket, not_a};
   case fs::file_type::block:
   case fs::file_type::character:
-    return {FileTrouble::device, "a device node, not a " + noun};
+    return {FileTrouble::device, not_a};
   default:
     return {FileTrouble::other, "not a regular file"};
   }

@@ -28,6 +28,10 @@ struct FileCheck {
   std::string words;
 };
 
+/// What stands at a path, by its type: "a directory", "a file", "a named pipe (FIFO)", "a
+/// socket", "a device node"; nullptr for anything else.
+const char* file_type_words(std::filesystem::file_type t);
+
 /// Why a file cannot be opened. Only a permission problem starts with "cannot be read" (which
 /// callers diagnose as one): anything else is damage that "download it again" fixes.
 std::string open_failure(const std::error_code& ec);

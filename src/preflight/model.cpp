@@ -432,12 +432,8 @@ FolderVerdict check_folder(Run& run, const Folder& m) {
         }
       }
     } else if (fs::exists(st) && !fs::is_directory(st)) {
-      const std::string what = fs::is_regular_file(st) ? "a file"
-                               : fs::is_fifo(st)       ? "a named pipe (FIFO)"
-                               : fs::is_socket(st)     ? "a socket"
-                               : fs::is_block_file(st) || fs::is_character_file(st)
-                                   ? "a device node"
-                                   : "not a folder";
+      const char* type_words = detail::file_type_words(st.type());
+      const std::string what = type_words ? type_words : "not a folder";
       c.status = CheckStatus::fail;
       c.summary = path + " is " + what + ", not a " + noun + " directory";
       c.diagnosis = m.flag + " (or the sweep's " + m.key + ") names " + what;
