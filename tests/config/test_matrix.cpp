@@ -80,6 +80,10 @@ TEST(Matrix, ACellLoadsTheDrafterWhenItsTemplateOrArgvNamesIt) {
   m = loads(replace(kValidSweep, R"(--draft, "{draft_model}", --budget)",
                     R"(--draft-note, "{{draft_model}}", --budget)"));
   EXPECT_FALSE(m.at("tp1-ddtree-b8"));
+  // An escaped brace right before the placeholder: "{{{draft_model}}}" is "{<drafter>}".
+  m = loads(replace(kValidSweep, R"(--draft, "{draft_model}", --budget)",
+                    R"(--draft, "{{{draft_model}}}", --budget)"));
+  EXPECT_TRUE(m.at("tp1-ddtree-b8"));
 
   // A hard-coded path: as an argument, an option's value or a quoted word it counts; as the
   // start of a longer path it does not.
