@@ -4,8 +4,10 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
 #include <cmath>
 #include <set>
+#include <string_view>
 
 namespace specbench::detail {
 namespace {
@@ -182,35 +184,67 @@ std::optional<long long> YamlReader::read_int(const YAML::Node& node, const std:
   return v;
 }
 
+namespace {
+/// Whether `s` is a decimal number as YAML writes one: an optional sign, digits with an optional
+/// point (or a point and digits), and an optional exponent. std::stod took more: hex floats
+/// (`0x1p3`), `infinity`, leading spaces.
+bool is_decimal_number(std::string_view s) {
+  size_t i = 0;
+  const auto digits = [&] {
+    const size_t from = i;
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9')
+      ++i;
+    return i > from;
+  };
+  if (i < s.size() && (s[i] == '+' || s[i] == '-'))
+    ++i;
+  bool mantissa = digits();
+  if (i < s.size() && s[i] == '.') {
+    ++i;
+    mantissa = digits() || mantissa;
+  }
+  if (!mantissa)
+    return false;
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < s.size() && (s[i] == '+' || s[i] == '-'))
+      ++i;
+    if (!digits())
+      return false;
+  }
+  return i == s.size();
+}
+} // namespace
+
 std::optional<double> YamlReader::read_double(const YAML::Node& node, const std::string& path,
                                               double min, double max) {
   mark(node, path);
-  if (node.IsScalar()) {
+  if (node.IsScalar() && is_decimal_number(node.Scalar())) {
     const std::string& s = node.Scalar();
-    try {
-      size_t used = 0;
-      const double v = std::stod(s, &used);
-      if (used == s.size() && std::isfinite(v)) {
-        if (is_text(node)) {
-          refuse_quoted_value(*this, node, path, "a number");
-          return std::nullopt;
-        }
-        if (v < min || v > max) {
-          error(node, path,
-                "`" + path + "` is " + s + ", outside the allowed range " +
-                    fmt::format("{:g}..{:g}", min, max),
-                "use a value in that range");
-          return std::nullopt;
-        }
-        return v;
-      }
-    } catch (const std::out_of_range&) { // 1e999, 1e-400: numbers, but no double holds them
+    // from_chars reads the same in every locale; it takes no leading '+'.
+    const size_t plus = s[0] == '+' ? 1 : 0;
+    double v = 0;
+    const auto [end, ec] = std::from_chars(s.data() + plus, s.data() + s.size(), v);
+    if (ec == std::errc::result_out_of_range) { // 1e999, 1e-400: numbers no double holds
       error(node, path,
             "`" + path + "` is " + clip(s) +
                 ", too large or too close to 0 for a number (a double) to hold",
             "use a value in the allowed range " + fmt::format("{:g}..{:g}", min, max));
       return std::nullopt;
-    } catch (...) {
+    }
+    if (ec == std::errc() && end == s.data() + s.size() && std::isfinite(v)) {
+      if (is_text(node)) {
+        refuse_quoted_value(*this, node, path, "a number");
+        return std::nullopt;
+      }
+      if (v < min || v > max) {
+        error(node, path,
+              "`" + path + "` is " + s + ", outside the allowed range " +
+                  fmt::format("{:g}..{:g}", min, max),
+              "use a value in that range");
+        return std::nullopt;
+      }
+      return v;
     }
   }
   error(node, path, "`" + path + "` must be a number, but it is " + describe(node),

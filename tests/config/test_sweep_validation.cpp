@@ -67,6 +67,28 @@ TEST(SweepValidation, AHugeNumberIsOutOfRange) {
   }
 }
 
+// A number is a decimal as YAML writes one. std::stod also took C's hex floats and "infinity".
+TEST(SweepValidation, ANumberIsADecimalAsYamlWritesIt) {
+  const auto with_grace = [](const std::string& v) {
+    return load(replace(kValidSweep, "  backend: sglang\n",
+                        "  backend: sglang\n  stop_grace_s: " + v + "\n"));
+  };
+  for (const char* v : {"0x1p3", "0X1P-2", "infinity", "-inf", "nan", "1.5.2", "e5", "1e", ".", "+",
+                        "1,5", "0x10"}) {
+    const auto r = with_grace(v);
+    EXPECT_NE(find_error(r, "`server.stop_grace_s` must be a number, but it is"), nullptr)
+        << v << "\n"
+        << all_messages(r);
+  }
+  const std::pair<const char*, double> accepted[] = {
+      {"1.5", 1.5}, {".5", 0.5}, {"2.", 2.0}, {"+1.25", 1.25}, {"1E1", 10.0}, {"25e-1", 2.5}};
+  for (const auto& [v, want] : accepted) {
+    const auto r = with_grace(v);
+    ASSERT_TRUE(r.ok()) << v << "\n" << all_messages(r);
+    EXPECT_EQ(r.sweep->server.stop_grace_s, want) << v;
+  }
+}
+
 TEST(SweepValidation, WrongTypeIsLocated) {
   const auto r = load(replace(kValidSweep, "requests: 8", "requests: many"));
   const Diagnostic* d = find_error(r, "must be a whole number");
