@@ -290,12 +290,13 @@ void MiniHttpServer::connection_loop(int fd) {
     buf.erase(0, header_end + 4);
     size_t content_length = 0;
     if (auto it = req.headers.find("content-length"); it != req.headers.end()) {
-      try {
-        content_length = std::stoull(it->second);
-      } catch (...) {
-        conn.send(400, "text/plain", "bad Content-Length", {}, false);
+      // Digits only (RFC 9110). std::stoull took "-1" as 2^64 - 1, "12abc" as 12 and "+5".
+      const std::string& v = it->second;
+      if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos) {
+        conn.send(400, "text/plain", "bad Content-Length: " + v.substr(0, 40), {}, false);
         break;
       }
+      content_length = v.size() > 18 ? kMaxBodyBytes + 1 : std::stoull(v);
     }
     if (content_length > kMaxBodyBytes) {
       conn.send(413, "text/plain", "body too large", {}, false);
