@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# EXPERIMENT (not committed as code): fused greedy's ticket-first kernel (small requests) with
+# two kernels (pass, then a reduce kernel launched with a programmatic dependency), against
+# HEAD. Binaries built on the CPU machine for sm_90 (Release), carried in build-carry/.
+set -u
+C=$(pwd)/build-carry
+export LD_LIBRARY_PATH=$C/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+log="$OUT/log.txt"
+{
+date -u +%FT%TZ
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
+ldd $C/base/bench_kernels | grep -i "not found"
+timeout 60 $C/var/test_kernels_gpu > "$OUT/tests_var.log" 2>&1; rc=$?; echo "var test_kernels_gpu rc=$rc"; echo $rc > /tmp/var_rc
+tail -3 "$OUT/tests_var.log"
+} > "$log" 2>&1
+f='^fused_greedy_bf16/B(1xN8|1xN16|8xN16)/cold/iter|^fused_greedy_bf16/B1xN16/warm/iter|^read_once_fp32/fused_bytes/B1xN16/cold/iter'
+run() { # name binary
+  timeout 40 "$2" --benchmark_filter="$f" 2>/dev/null | grep -E "^[a-z]" | awk -v n="$1" '{printf "%-6s %-60s %8s %s\n", n, $1, $2, $3}'
+}
+for r in 1 2 3 4; do
+  run base $C/base/bench_kernels
+  [ "$(cat /tmp/var_rc)" = 0 ] && run var $C/var/bench_kernels
+done > "$OUT/ab.txt" 2>&1
+date -u +%FT%TZ >> "$log"
+cat "$log"; sort -k2,2 -k1,1 "$OUT/ab.txt"
