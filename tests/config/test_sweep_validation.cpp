@@ -814,7 +814,7 @@ TEST(SweepValidation, ATreeWithoutBudgetsStillHasItsBlockJudged) {
 
 TEST(SweepValidation, ValuesThatWouldBreakOnlyAtRunTimeAreRefusedByThePlan) {
   // A NUL written as a YAML escape: a program would see the argument cut short there.
-  for (const std::string& nul : {"\\0", "\\x00", "\\u0000"}) {
+  for (const std::string nul : {"\\0", "\\x00", "\\u0000"}) {
     const auto r = load(replace(kValidSweep, "--tp, \"{tp}\"]", "--tp, \"{tp}" + nul + " --x\"]"));
     const Diagnostic* d = find_error(r, "contains a NUL character");
     ASSERT_TRUE(d) << nul << ": " << all_messages(r);
@@ -847,8 +847,9 @@ TEST(SweepValidation, ValuesThatWouldBreakOnlyAtRunTimeAreRefusedByThePlan) {
         load(replace(kValidSweep, "  backend: sglang", "  backend: sglang\n  host: " + host));
     const Diagnostic* d = find_error(r, "is not a host name or an IP address");
     ASSERT_TRUE(d) << host << all_messages(r);
-    if (host == "\"localhost:8000\"")
+    if (host == "\"localhost:8000\"") {
       EXPECT_NE(d->fix.find("put the port in `server.port`"), std::string::npos) << d->fix;
+    }
   }
   for (const std::string host :
        {"127.0.0.1", "::1", "localhost", "gpu-node-3.cluster", "fe80::1", "::ffff:127.0.0.1"}) {
