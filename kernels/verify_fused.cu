@@ -23,12 +23,16 @@
 
 #include <cuda_bf16.h>
 
+#include <type_traits>
+
 namespace specbench::kernels {
 namespace detail {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int kUnroll = 4;
+constexpr int kUnroll = kFusedLoadsPerThread;
+static_assert(kFusedSmallWidths[0] == kThreads, "the narrowest small-request width is the default");
+constexpr int kMaxWidth = kFusedSmallWidths[kFusedSmallWidthCount - 1];
 
 /// Slot loads per thread of the general tail's flat drain: its kThreads threads hold up to 768
 /// slots of a request at once.
@@ -60,14 +64,17 @@ template <typename T> struct FusedArgs {
 
 // kTicketFirst: the ticket is taken before the block's loads instead of after the first ones
 // (launch_fused sets it for a small request, the shapes of the lean tail below: lean_drain_fits).
+// kWidth: the ticket-first kernel's block size, one of kFusedSmallWidths (fused_small_width: a
+// wider block when it takes a third block off the busiest SMs).
 // Five blocks per SM for the general kernel: without it ptxas held the flat drain's kernel at 40
 // registers and spilled 16 bytes (48 and no spill now, as before the flat drain; 8 x 16 and
 // 1 x 64 need five 256-thread blocks per SM in one wave). The ticket-first kernel, which has only
 // the lean tail, takes 40 registers with no minimum (0); with a minimum of five it took 45 and
 // 1 x 8 got 0.15 us slower (2026-12-04 19:28 UTC).
-template <typename T, bool kVec, bool kTicketFirst>
-__global__ void __launch_bounds__(kThreads, kTicketFirst ? 0 : 5)
+template <typename T, bool kVec, bool kTicketFirst, int kWidth = kThreads>
+__global__ void __launch_bounds__(kTicketFirst ? kWidth : kThreads, kTicketFirst ? 0 : 5)
     fused_greedy_kernel(const FusedArgs<T> a) {
+  static_assert(kTicketFirst || kWidth == kThreads, "only the small-request kernel is wider");
   using E = Elem<T>;
   SPECBENCH_PHASE_START();
   // Block -> (row, split) and row -> request by multiply-shift: no integer division before the
@@ -113,7 +120,7 @@ __global__ void __launch_bounds__(kThreads, kTicketFirst ? 0 : 5)
     constexpr int V = E::kPerVec;
     if (kTicketFirst) {
       take();
-      vector_first_max<T, kUnroll>(x, tid * V, len, kThreads * V, best, best_idx, nan);
+      vector_first_max<T, kUnroll>(x, tid * V, len, kWidth * V, best, best_idx, nan);
     } else {
       vector_first_max<T, kUnroll>(x, tid * V, len, kThreads * V, best, best_idx, nan, take);
     }
@@ -121,7 +128,7 @@ __global__ void __launch_bounds__(kThreads, kTicketFirst ? 0 : 5)
     take();
     if (tid < len)
       best_idx = tid;
-    for (int i = tid; i < len; i += kThreads) {
+    for (int i = tid; i < len; i += kWidth) {
       const float f = E::scalar(x + i);
       nan |= f != f;
       if (f > best) {
@@ -139,7 +146,7 @@ __global__ void __launch_bounds__(kThreads, kTicketFirst ? 0 : 5)
     // index order, so the first NaN it meets is its smallest; NaN has the largest key and the
     // reductions keep the smallest index among equal keys, so no block barrier is needed.
     const int first_i = kVec ? tid * E::kPerVec : tid;
-    const int stride = kVec ? kThreads * E::kPerVec : kThreads;
+    const int stride = kVec ? kWidth * E::kPerVec : kWidth;
     const int run = kVec ? E::kPerVec : 1;
     bool found = false;
     for (int base = first_i; base < len && !found; base += stride)
@@ -151,7 +158,7 @@ __global__ void __launch_bounds__(kThreads, kTicketFirst ? 0 : 5)
         }
       }
   }
-  __shared__ uint64_t red[kThreads / 32];
+  __shared__ uint64_t red[kMaxWidth / 32];
   __shared__ bool is_last;
   if (tid == 0)
     is_last = ticket == per_request - 1; // read after block_max_packed's barrier
@@ -446,6 +453,14 @@ template <typename T, bool kVec> int resident_per_sm() {
   return cached_resident_blocks(fused_greedy_kernel<T, kVec, false>, kThreads, 32 * 1024, cache, 4);
 }
 
+/// Blocks of the small-request kernel of width kFusedSmallWidths[i] one SM holds at once (cached
+/// per device), with the shared memory of its largest tree (32 nodes).
+template <typename T, int kWidth> int small_resident_per_sm() {
+  static DeviceIntCache cache;
+  return cached_resident_blocks(fused_greedy_kernel<T, true, true, kWidth>, kWidth,
+                                4 * sizeof(int32_t) * 32, cache, 1);
+}
+
 template <typename T, bool kVec>
 Status launch_fused(const T* x, const int32_t* parents, const int32_t* tokens, int batch, int nodes,
                     int64_t vocab, int32_t* target_tokens, int32_t* accept_path, int32_t* accepted,
@@ -480,8 +495,38 @@ Status launch_fused(const T* x, const int32_t* parents, const int32_t* tokens, i
                  bonus,
                  partials};
   const LaunchConfig l(blocks, kThreads, smem, stream, launch);
-  if (kVec && lean_drain_fits(nodes, splits)) // the scalar kernel takes its ticket first anyway
-    return launch_kernel(l, where, fused_greedy_kernel<T, kVec, kVec>, a);
+  if constexpr (kVec) {
+    if (lean_drain_fits(nodes, splits)) {
+      // A small request. When every thread loads one batch, a wider block can take a third block
+      // off the busiest SMs (fused_small_width): 1 x 16 bf16 runs as 240 blocks of 320 threads.
+      constexpr int kBatch = kThreads * kUnroll * Elem<T>::kPerVec;
+      if (chunk == kBatch) {
+        const int resident[kFusedSmallWidthCount] = {
+            small_resident_per_sm<T, kFusedSmallWidths[0]>(),
+            small_resident_per_sm<T, kFusedSmallWidths[1]>(),
+            small_resident_per_sm<T, kFusedSmallWidths[2]>()};
+        const int w = fused_small_width(rows, vocab, Elem<T>::kPerVec, sm_count(), resident,
+                                        kLeanDrainLoads * 64 / lean_node_span(nodes));
+        const auto wide = [&](auto width, auto kernel) -> Status {
+          constexpr int kW = decltype(width)::value;
+          const int64_t c = static_cast<int64_t>(kW) * kUnroll * Elem<T>::kPerVec;
+          const int64_t sp = (vocab + c - 1) / c;
+          FusedArgs<T> aw = a;
+          aw.chunk = static_cast<int32_t>(c);
+          aw.splits = FastDiv::make(static_cast<uint32_t>(sp));
+          const LaunchConfig lw(rows * sp, kW, smem, stream, launch);
+          return launch_kernel(lw, where, kernel, aw);
+        };
+        if (w == 1)
+          return wide(std::integral_constant<int, kFusedSmallWidths[1]>{},
+                      fused_greedy_kernel<T, true, true, kFusedSmallWidths[1]>);
+        if (w == 2)
+          return wide(std::integral_constant<int, kFusedSmallWidths[2]>{},
+                      fused_greedy_kernel<T, true, true, kFusedSmallWidths[2]>);
+      }
+      return launch_kernel(l, where, fused_greedy_kernel<T, true, true>, a);
+    }
+  }
   return launch_kernel(l, where, fused_greedy_kernel<T, kVec, false>, a);
 }
 } // namespace

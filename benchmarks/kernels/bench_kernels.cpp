@@ -911,6 +911,10 @@ int main(int argc, char** argv) {
   reg(
       "fused_greedy_fp32/B64xN64/cold",
       [](benchmark::State& s) { BM_fused_greedy(s, 64, 64, true, true); }, 20);
+  // fp32 1 x 8 reads what bf16 1 x 16 reads, in the same launch (fused_small_width).
+  reg(
+      "fused_greedy_fp32/B1xN8/cold",
+      [](benchmark::State& s) { BM_fused_greedy(s, 1, 8, true, true); }, 20);
   for (auto [b, n] : {std::pair{1, 8}, {8, 16}, {64, 64}, {256, 64}}) {
     const std::string sz = "/B" + std::to_string(b) + "xN" + std::to_string(n);
     reg(

@@ -26,6 +26,25 @@ inline std::size_t align_up(std::size_t x, std::size_t a) {
 
 /// Most splits a row of `vocab` elements can be cut into by the fused greedy pass.
 int greedy_max_splits(int64_t vocab) noexcept;
+
+/// Block widths (threads) of the fused greedy kernel for small requests, narrowest first.
+inline constexpr int kFusedSmallWidths[] = {256, 320, 384};
+inline constexpr int kFusedSmallWidthCount = 3;
+/// 16-byte loads per thread of one batch of the fused greedy pass.
+inline constexpr int kFusedLoadsPerThread = 4;
+
+/// The block width for a small fused greedy request in which every thread loads one batch
+/// (kFusedLoadsPerThread 16-byte vectors of `elems_per_vector` values): the entry of
+/// kFusedSmallWidths whose grid of rows x ceil(vocab / (width x 4 x elems_per_vector)) blocks puts
+/// the fewest blocks on the busiest of `sms` SMs while it still gives every SM a block; ties, and
+/// grids smaller than the GPU, take the narrower width. A width qualifies when its splits per row
+/// are at most `max_splits` and its grid fits one wave (`resident[i]` blocks of width i per SM).
+/// Returns the index into kFusedSmallWidths, or -1 when no width qualifies. Why: at 1 x 16 bf16
+/// (V = 151,936) 256 threads make 304 blocks, three on 40 SMs, and those SMs end the pass last;
+/// 320 threads make 240, at most two per SM (docs/kernels.md, round "Fused greedy 1 x 16: wider
+/// blocks, at most two per SM").
+int fused_small_width(int64_t rows, int64_t vocab, int elems_per_vector, int sms,
+                      const int* resident, int max_splits) noexcept;
 /// Segments per row of the sampling passes.
 int64_t sampling_segments(int64_t vocab) noexcept;
 

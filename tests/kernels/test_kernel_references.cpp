@@ -119,6 +119,40 @@ TEST(KernelReferences, SglangBatchLayoutConcatenatesTheRequests) {
   EXPECT_THROW(to_sglang_layout(trees), std::invalid_argument);
 }
 
+// The small-request fused greedy launch picks the block width that keeps a third block off the
+// busiest SMs while every SM still gets one (V = 151,936, 132 SMs, as on an H200 or H100).
+TEST(KernelReferences, FusedSmallWidthTakesAThirdBlockOffTheBusiestSMs) {
+  using kernels::detail::fused_small_width;
+  using kernels::detail::kFusedSmallWidths;
+  const int64_t V = 151936;
+  const int roomy[] = {5, 4, 4};
+  const auto width = [&](int64_t rows, int epv = 8, const int* resident = nullptr,
+                         int max_splits = 64) {
+    const int i = fused_small_width(rows, V, epv, 132, resident ? resident : roomy, max_splits);
+    return i < 0 ? -1 : kFusedSmallWidths[i];
+  };
+  // bf16: 256 threads make 19 splits per row, 320 15, 384 13.
+  EXPECT_EQ(width(16), 320); // 304 blocks (three on 40 SMs) -> 240 (at most two)
+  EXPECT_EQ(width(15), 320); // 285 -> 225
+  EXPECT_EQ(width(18), 384); // 342 and 270 have three on some SMs; 234 has at most two
+  EXPECT_EQ(width(8), 256);  // 152 (two on 20 SMs); 120 would leave 12 SMs idle
+  EXPECT_EQ(width(12), 256); // 228: two at most already, as with 180
+  EXPECT_EQ(width(4), 256);  // no width fills the GPU: the narrowest
+  EXPECT_EQ(width(1), 256);
+  // fp32 (four values a vector): 38 splits at 256, 30 at 320; 1 x 8 is 1 x 16 bf16's geometry.
+  EXPECT_EQ(width(8, 4), 320);
+  // The lean drain's slot limit and one wave bound the choice.
+  EXPECT_EQ(width(16, 8, nullptr, 14), 384); // 19 and 15 splits too many
+  EXPECT_EQ(width(16, 8, nullptr, 12), -1);  // even 13 too many
+  const int tight[] = {3, 1, 1};             // only 132 wider blocks fit at once
+  EXPECT_EQ(width(16, 8, tight), 256);
+  EXPECT_EQ(width(128), -1); // 8 x 16: no width reads it in one batch per thread in one wave
+  // Nonsense in, no width out.
+  EXPECT_EQ(fused_small_width(0, V, 8, 132, roomy, 64), -1);
+  EXPECT_EQ(fused_small_width(16, 0, 8, 132, roomy, 64), -1);
+  EXPECT_EQ(fused_small_width(16, V, 8, 0, roomy, 64), -1);
+}
+
 // The fused greedy kernel divides block indices by the splits per row and by the nodes per
 // request with FastDiv (the same code runs on the device, with __umulhi).
 TEST(KernelReferences, FastDivEqualsIntegerDivision) {

@@ -458,6 +458,14 @@ TEST(KernelsGpu, FusedGreedyMatchesTorchArgmaxAndWalk) {
   run_fused(k::LogitsDtype::bf16, 2, 16, 262144, TreeShape::bushy, Special::ties, rng, false);
   run_fused(k::LogitsDtype::bf16, 1, 40, 262144, TreeShape::ddtree, Special::none, rng, false);
   run_fused(k::LogitsDtype::fp32, 1, 8, 262144, TreeShape::deep, Special::nan, rng, false);
+  // Every block width of the small-request kernel (fused_small_width, on a GPU of 132 SMs): bf16
+  // 1 x 8 runs 256 threads, 1 x 16 320 and 1 x 18 384, fp32 1 x 8 320; with ties and NaN, whose
+  // first occurrence may fall in another block's chunk at each width.
+  for (Special sp : {Special::none, Special::ties, Special::nan}) {
+    for (int n : {8, 16, 18})
+      run_fused(k::LogitsDtype::bf16, 1, n, 151936, TreeShape::bushy, sp, rng, false);
+    run_fused(k::LogitsDtype::fp32, 1, 8, 151936, TreeShape::deep, sp, rng, false);
+  }
 }
 
 namespace {
