@@ -23,8 +23,6 @@
 
 #include <cuda_bf16.h>
 
-#include <type_traits>
-
 namespace specbench::kernels {
 namespace detail {
 namespace {
@@ -505,24 +503,21 @@ Status launch_fused(const T* x, const int32_t* parents, const int32_t* tokens, i
             small_resident_per_sm<T, kFusedSmallWidths[0]>(),
             small_resident_per_sm<T, kFusedSmallWidths[1]>(),
             small_resident_per_sm<T, kFusedSmallWidths[2]>()};
-        const int w = fused_small_width(rows, vocab, Elem<T>::kPerVec, sm_count(), resident,
-                                        kLeanDrainLoads * 64 / lean_node_span(nodes));
-        const auto wide = [&](auto width, auto kernel) -> Status {
-          constexpr int kW = decltype(width)::value;
-          const int64_t c = static_cast<int64_t>(kW) * kUnroll * Elem<T>::kPerVec;
-          const int64_t sp = (vocab + c - 1) / c;
+        const FusedSmallLaunch pick =
+            fused_small_width(rows, vocab, Elem<T>::kPerVec, sm_count(), resident,
+                              kLeanDrainLoads * 64 / lean_node_span(nodes));
+        const auto wide = [&](auto kernel) -> Status {
           FusedArgs<T> aw = a;
-          aw.chunk = static_cast<int32_t>(c);
-          aw.splits = FastDiv::make(static_cast<uint32_t>(sp));
-          const LaunchConfig lw(rows * sp, kW, smem, stream, launch);
+          aw.chunk = static_cast<int32_t>(pick.chunk);
+          aw.splits = FastDiv::make(static_cast<uint32_t>(pick.splits));
+          const LaunchConfig lw(rows * pick.splits, kFusedSmallWidths[pick.index], smem, stream,
+                                launch);
           return launch_kernel(lw, where, kernel, aw);
         };
-        if (w == 1)
-          return wide(std::integral_constant<int, kFusedSmallWidths[1]>{},
-                      fused_greedy_kernel<T, true, true, kFusedSmallWidths[1]>);
-        if (w == 2)
-          return wide(std::integral_constant<int, kFusedSmallWidths[2]>{},
-                      fused_greedy_kernel<T, true, true, kFusedSmallWidths[2]>);
+        if (pick.index == 1)
+          return wide(fused_greedy_kernel<T, true, true, kFusedSmallWidths[1]>);
+        if (pick.index == 2)
+          return wide(fused_greedy_kernel<T, true, true, kFusedSmallWidths[2]>);
       }
       return launch_kernel(l, where, fused_greedy_kernel<T, true, true>, a);
     }

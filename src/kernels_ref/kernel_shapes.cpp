@@ -29,11 +29,11 @@ int greedy_max_splits(int64_t vocab) noexcept {
   return static_cast<int>(s < 1 ? 1 : (s > kGreedyMaxSplits ? kGreedyMaxSplits : s));
 }
 
-int fused_small_width(int64_t rows, int64_t vocab, int elems_per_vector, int sms,
-                      const int* resident, int max_splits) noexcept {
+FusedSmallLaunch fused_small_width(int64_t rows, int64_t vocab, int elems_per_vector, int sms,
+                                   const int* resident, int max_splits) noexcept {
+  FusedSmallLaunch best;
   if (rows <= 0 || vocab <= 0 || elems_per_vector <= 0 || sms <= 0)
-    return -1;
-  int best = -1;
+    return best;
   bool best_full = false;
   int64_t best_load = 0;
   for (int i = 0; i < kFusedSmallWidthCount; ++i) {
@@ -45,8 +45,8 @@ int fused_small_width(int64_t rows, int64_t vocab, int elems_per_vector, int sms
       continue;
     const bool full = blocks >= sms;               // every SM has a block
     const int64_t load = (blocks + sms - 1) / sms; // blocks on the busiest SM
-    if (best < 0 || (full && !best_full) || (full == best_full && load < best_load)) {
-      best = i;
+    if (best.index < 0 || (full && !best_full) || (full == best_full && load < best_load)) {
+      best = {i, chunk, splits};
       best_full = full;
       best_load = load;
     }

@@ -39,12 +39,18 @@ inline constexpr int kFusedLoadsPerThread = 4;
 /// the fewest blocks on the busiest of `sms` SMs while it still gives every SM a block; ties, and
 /// grids smaller than the GPU, take the narrower width. A width qualifies when its splits per row
 /// are at most `max_splits` and its grid fits one wave (`resident[i]` blocks of width i per SM).
-/// Returns the index into kFusedSmallWidths, or -1 when no width qualifies. Why: at 1 x 16 bf16
+/// Returns the chosen width's index into kFusedSmallWidths with its chunk (values per block) and
+/// splits per row, or index -1 when no width qualifies. Why: at 1 x 16 bf16
 /// (V = 151,936) 256 threads make 304 blocks, three on 40 SMs, and those SMs end the pass last;
 /// 320 threads make 240, at most two per SM (docs/kernels.md, round "Fused greedy 1 x 16: wider
 /// blocks, at most two per SM").
-int fused_small_width(int64_t rows, int64_t vocab, int elems_per_vector, int sms,
-                      const int* resident, int max_splits) noexcept;
+struct FusedSmallLaunch {
+  int index = -1;     // into kFusedSmallWidths; -1: none qualifies
+  int64_t chunk = 0;  // values per block
+  int64_t splits = 0; // blocks per row
+};
+FusedSmallLaunch fused_small_width(int64_t rows, int64_t vocab, int elems_per_vector, int sms,
+                                   const int* resident, int max_splits) noexcept;
 /// Segments per row of the sampling passes.
 int64_t sampling_segments(int64_t vocab) noexcept;
 

@@ -128,7 +128,8 @@ TEST(KernelReferences, FusedSmallWidthTakesAThirdBlockOffTheBusiestSMs) {
   const int roomy[] = {5, 4, 4};
   const auto width = [&](int64_t rows, int epv = 8, const int* resident = nullptr,
                          int max_splits = 64) {
-    const int i = fused_small_width(rows, V, epv, 132, resident ? resident : roomy, max_splits);
+    const int i =
+        fused_small_width(rows, V, epv, 132, resident ? resident : roomy, max_splits).index;
     return i < 0 ? -1 : kFusedSmallWidths[i];
   };
   // bf16: 256 threads make 19 splits per row, 320 15, 384 13.
@@ -147,10 +148,14 @@ TEST(KernelReferences, FusedSmallWidthTakesAThirdBlockOffTheBusiestSMs) {
   const int tight[] = {3, 1, 1};             // only 132 wider blocks fit at once
   EXPECT_EQ(width(16, 8, tight), 256);
   EXPECT_EQ(width(128), -1); // 8 x 16: no width reads it in one batch per thread in one wave
+  // The launch's chunk and splits come with the width: 1 x 16 bf16 at 320 threads.
+  const auto sixteen = fused_small_width(16, V, 8, 132, roomy, 64);
+  EXPECT_EQ(sixteen.chunk, 320 * 4 * 8);
+  EXPECT_EQ(sixteen.splits, 15);
   // Nonsense in, no width out.
-  EXPECT_EQ(fused_small_width(0, V, 8, 132, roomy, 64), -1);
-  EXPECT_EQ(fused_small_width(16, 0, 8, 132, roomy, 64), -1);
-  EXPECT_EQ(fused_small_width(16, V, 8, 0, roomy, 64), -1);
+  EXPECT_EQ(fused_small_width(0, V, 8, 132, roomy, 64).index, -1);
+  EXPECT_EQ(fused_small_width(16, 0, 8, 132, roomy, 64).index, -1);
+  EXPECT_EQ(fused_small_width(16, V, 8, 0, roomy, 64).index, -1);
 }
 
 // The fused greedy kernel divides block indices by the splits per row and by the nodes per
