@@ -146,7 +146,8 @@ public:
   /// the timeout passes; always returns promptly with the reason and the log tail.
   Readiness wait_ready(const ReadinessOptions& options, const std::atomic<bool>* cancel = nullptr);
 
-  /// True while the group leader has not exited (reaps it when it has).
+  /// True while the group leader has not exited (reaps it when it has). Also replaces the
+  /// server's guardian if it was killed while the group runs (docs/client.md).
   bool alive();
   /// How the process ended, once it has.
   std::optional<ExitInfo> exit_info();

@@ -365,6 +365,54 @@ struct ServerProcess::Impl {
   int scan_line = 0;
   std::string scan_carry;
 
+  // Forks a guardian for the server group (run_guardian); on failure there is none, and
+  // PDEATHSIG still takes the leader. Caller holds mu.
+  void spawn_guardian_locked(pid_t parent) {
+    int socks[2];
+    // A socket pair rather than a pipe: stop()'s write to a guardian that is already gone must
+    // not raise SIGPIPE (send with MSG_NOSIGNAL).
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, socks) != 0)
+      return;
+    const long grace_ms = static_cast<long>(std::max(0.0, spec.stop_grace_s) * 1000);
+    const long open_max = ::sysconf(_SC_OPEN_MAX);
+    const int max_fd = open_max > 0 && open_max < 65536 ? static_cast<int>(open_max) : 65536;
+    const CmdlineArea title_area = own_cmdline_area();
+    // Blocked across the fork, so that no handler of specbench's runs in the guardian.
+    sigset_t all, old;
+    sigfillset(&all);
+    ::pthread_sigmask(SIG_SETMASK, &all, &old);
+    const pid_t g = ::fork();
+    if (g == 0) {
+      ::close(socks[1]);
+      run_guardian(parent, pid, grace_ms, socks[0], max_fd, title_area);
+    }
+    ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    ::close(socks[0]);
+    if (g > 0) {
+      guardian = g;
+      guardian_fd = socks[1];
+    } else {
+      ::close(socks[1]);
+    }
+  }
+
+  // A guardian that died while its server runs (killed by name, say: `pkill sb-guardian`)
+  // would leave the server group to outlive specbench, so a new one takes its place. Called
+  // from alive(), which the watchdog polls while a server is measured. Caller holds mu.
+  void rearm_guardian_locked() {
+    if (guardian <= 0 || stopped)
+      return;
+    int st = 0;
+    const pid_t r = ::waitpid(guardian, &st, WNOHANG);
+    if (r == 0 || (r < 0 && errno != ECHILD))
+      return; // it runs (or the check failed: keep it)
+    ::close(guardian_fd);
+    guardian_fd = -1;
+    guardian = 0;
+    if (process_group_runs(pid))
+      spawn_guardian_locked(::getpid());
+  }
+
   // Reaps the leader if it exited; returns true while it runs. Caller holds mu.
   bool poll_locked() {
     if (!started || reaped)
@@ -530,33 +578,8 @@ Status ServerProcess::start(const LaunchSpec& spec) {
   s.pid = pid;
   s.started = true;
   s.registered = detail::register_server_group(pid);
-  int guard_socks[2];
-  // A socket pair rather than a pipe: stop()'s write to a guardian that is already gone must
-  // not raise SIGPIPE (send with MSG_NOSIGNAL).
-  if (got != static_cast<ssize_t>(sizeof child_err) && pdeath &&
-      ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, guard_socks) == 0) {
-    const long grace_ms = static_cast<long>(std::max(0.0, spec.stop_grace_s) * 1000);
-    const long open_max = ::sysconf(_SC_OPEN_MAX);
-    const int max_fd = open_max > 0 && open_max < 65536 ? static_cast<int>(open_max) : 65536;
-    const CmdlineArea title_area = own_cmdline_area();
-    // Blocked across the fork, so that no handler of specbench's runs in the guardian.
-    sigset_t all, old;
-    sigfillset(&all);
-    ::pthread_sigmask(SIG_SETMASK, &all, &old);
-    const pid_t guardian = ::fork();
-    if (guardian == 0) {
-      ::close(guard_socks[1]);
-      run_guardian(parent, pid, grace_ms, guard_socks[0], max_fd, title_area);
-    }
-    ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
-    ::close(guard_socks[0]);
-    if (guardian > 0) {
-      s.guardian = guardian;
-      s.guardian_fd = guard_socks[1];
-    } else {
-      ::close(guard_socks[1]); // without one, PDEATHSIG still takes the leader
-    }
-  }
+  if (got != static_cast<ssize_t>(sizeof child_err) && pdeath)
+    s.spawn_guardian_locked(parent); // without one, PDEATHSIG still takes the leader
   if (got == static_cast<ssize_t>(sizeof child_err)) {
     s.poll_locked();
     int st = 0;
@@ -719,7 +742,9 @@ Readiness ServerProcess::wait_ready(const ReadinessOptions& options,
 
 bool ServerProcess::alive() {
   std::lock_guard lk(impl_->mu);
-  return impl_->poll_locked();
+  const bool runs = impl_->poll_locked();
+  impl_->rearm_guardian_locked();
+  return runs;
 }
 
 std::optional<ExitInfo> ServerProcess::exit_info() {

@@ -16,8 +16,10 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <functional>
+#include <sstream>
 #include <thread>
 
 using namespace specbench;
@@ -60,12 +62,13 @@ bool wait_gone(pid_t pg, double seconds) {
 }
 
 // A child process that plays specbench: optionally installs the cleanup handlers, starts a
-// server with `argv` (stop grace 1 s), reports its group, then waits to be signalled.
+// server with `argv` (stop grace 1 s), reports its group, then waits to be signalled; with
+// `poll_alive` it asks alive() every 20 ms meanwhile, as the watchdog does while it measures.
 struct Driver {
   pid_t pid = 0, group = 0;
 };
 Driver start_driver(std::vector<std::string> argv, const std::string& name, bool handlers,
-                    bool own_group = false) {
+                    bool own_group = false, bool poll_alive = false) {
   int fds[2];
   if (::pipe(fds) != 0)
     return {};
@@ -88,8 +91,12 @@ Driver start_driver(std::vector<std::string> argv, const std::string& name, bool
       ::_exit(10);
     const pid_t pg = p.pid();
     [[maybe_unused]] ssize_t w = ::write(fds[1], &pg, sizeof pg);
-    for (;;)
-      ::pause();
+    for (;;) {
+      if (!poll_alive)
+        ::pause();
+      p.alive();
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
   }
   ::close(fds[1]);
   Driver d{child, 0};
@@ -97,6 +104,28 @@ Driver start_driver(std::vector<std::string> argv, const std::string& name, bool
     d.group = 0;
   ::close(fds[0]);
   return d;
+}
+
+// The pids of `parent`'s children named `comm` (/proc/<pid>/stat: "pid (comm) state ppid ...").
+std::vector<pid_t> children_named(pid_t parent, const std::string& comm) {
+  std::vector<pid_t> found;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+    std::ifstream in(e.path() / "stat");
+    std::string stat;
+    if (!std::getline(in, stat))
+      continue;
+    const size_t open = stat.find('('), close = stat.rfind(')');
+    if (open == std::string::npos || close == std::string::npos || close + 4 >= stat.size())
+      continue;
+    std::istringstream rest(stat.substr(close + 2));
+    char state = 0;
+    pid_t ppid = 0;
+    if (rest >> state >> ppid && ppid == parent && state != 'Z' &&
+        stat.substr(open + 1, close - open - 1) == comm)
+      found.push_back(static_cast<pid_t>(std::stol(stat)));
+  }
+  return found;
 }
 
 std::string joined(const std::vector<std::string>& lines) {
@@ -435,6 +464,40 @@ TEST(ServerProcessStop, SigkillOfTheDriverTakesTheServersChildrenAlong) {
   ASSERT_EQ(::waitpid(d.pid, &st, 0), d.pid);
   EXPECT_TRUE(wait_gone(d.group, 5))
       << "the children of server " << d.group << " outlived a SIGKILLed driver";
+}
+
+// Someone kills the guardian by name (`pkill sb-guardian`) while the server is measured, and then
+// the driver is SIGKILLed: a new guardian must have taken the first one's place, or the server's
+// children outlive both.
+TEST(ServerProcessStop, AKilledGuardianIsReplacedWhileTheServerRuns) {
+  const Driver d = start_driver({"/bin/sh", "-c", "sleep 30 & sleep 30 & wait"}, "guardian-killed",
+                                false, false, /*poll_alive=*/true);
+  ASSERT_GT(d.pid, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const std::vector<pid_t> first = children_named(d.pid, "sb-guardian");
+  std::vector<pid_t> now;
+  if (d.group > 0 && first.size() == 1 && ::kill(first[0], SIGKILL) == 0) {
+    for (int i = 0; i < 150; ++i) { // 3 s
+      now = children_named(d.pid, "sb-guardian");
+      if (now.size() == 1 && now[0] != first[0])
+        break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  const bool group_ran = d.group > 0 && group_exists(d.group);
+  // The driver goes in every case: left running it would hold the test's output open.
+  ::kill(d.pid, SIGKILL);
+  int st = 0;
+  ASSERT_EQ(::waitpid(d.pid, &st, 0), d.pid);
+  ASSERT_GT(d.group, 0);
+  ASSERT_EQ(first.size(), 1u) << "the driver should have one guardian";
+  EXPECT_TRUE(group_ran);
+  ASSERT_EQ(now.size(), 1u) << "no guardian took the killed one's place";
+  EXPECT_NE(now[0], first[0]);
+  EXPECT_TRUE(wait_gone(d.group, 5))
+      << "the children of server " << d.group << " outlived a SIGKILLed driver and its guardian";
+  if (HasFailure())
+    ::kill(-d.group, SIGKILL); // leave nothing behind
 }
 
 // A server that is gone before stop() (it exited at once) while the driver has a SIGTERM
