@@ -365,9 +365,10 @@ struct ServerProcess::Impl {
   int scan_line = 0;
   std::string scan_carry;
 
-  // Forks a guardian for the server group (run_guardian); on failure there is none, and
-  // PDEATHSIG still takes the leader. Caller holds mu.
-  void spawn_guardian_locked(pid_t parent) {
+  // Forks a guardian for the server group (run_guardian), a child of this process; on failure
+  // there is none, and PDEATHSIG still takes the leader. Caller holds mu.
+  void spawn_guardian_locked() {
+    const pid_t parent = ::getpid();
     int socks[2];
     // A socket pair rather than a pipe: stop()'s write to a guardian that is already gone must
     // not raise SIGPIPE (send with MSG_NOSIGNAL).
@@ -410,7 +411,7 @@ struct ServerProcess::Impl {
     guardian_fd = -1;
     guardian = 0;
     if (process_group_runs(pid))
-      spawn_guardian_locked(::getpid());
+      spawn_guardian_locked();
   }
 
   // Reaps the leader if it exited; returns true while it runs. Caller holds mu.
@@ -579,7 +580,7 @@ Status ServerProcess::start(const LaunchSpec& spec) {
   s.started = true;
   s.registered = detail::register_server_group(pid);
   if (got != static_cast<ssize_t>(sizeof child_err) && pdeath)
-    s.spawn_guardian_locked(parent); // without one, PDEATHSIG still takes the leader
+    s.spawn_guardian_locked(); // without one, PDEATHSIG still takes the leader
   if (got == static_cast<ssize_t>(sizeof child_err)) {
     s.poll_locked();
     int st = 0;
