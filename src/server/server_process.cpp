@@ -6,10 +6,10 @@
 
 #include "client/simple_http.hpp"
 #include "core/json_text.hpp"
+#include "server/proc_stat.hpp"
 #include "server/registry.hpp"
 
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -29,7 +29,6 @@
 #include <cstring>
 #include <fstream>
 #include <mutex>
-#include <sstream>
 #include <thread>
 
 extern char** environ;
@@ -960,30 +959,12 @@ Expected<int> choose_free_port(const std::string& host) {
 bool process_group_runs(pid_t pg) {
   if (::kill(-pg, 0) != 0)
     return false;
-  DIR* proc = ::opendir("/proc");
-  if (proc == nullptr)
-    return true;
   bool live = false;
-  while (dirent* e = ::readdir(proc)) {
-    if (e->d_name[0] < '0' || e->d_name[0] > '9')
-      continue;
-    std::ifstream in(std::string("/proc/") + e->d_name + "/stat");
-    std::string stat;
-    if (!std::getline(in, stat))
-      continue;
-    const size_t close = stat.rfind(')'); // the command name may hold spaces and parentheses
-    if (close == std::string::npos)
-      continue;
-    std::istringstream rest(stat.substr(close + 1));
-    char state = 0;
-    long ppid = 0, pgrp = 0;
-    if (rest >> state >> ppid >> pgrp && pgrp == pg && state != 'Z' && state != 'X') {
-      live = true;
-      break;
-    }
-  }
-  ::closedir(proc);
-  return live;
+  const bool scanned = detail::for_each_process([&](const detail::ProcStat& p) {
+    live = p.pgrp == pg && p.state != 'Z' && p.state != 'X';
+    return !live;
+  });
+  return live || !scanned; // without /proc, kill's answer stands
 }
 
 bool port_is_free(const std::string& host, int port) {

@@ -1,6 +1,7 @@
 // Server lifecycle with real processes: the `specbench sim-server` binary and its fault modes for
 // every readiness outcome, stop with grace and SIGKILL, no orphan after exceptions or SIGINT, and
 // the watchdog aborting a measuring client when the server dies or hangs.
+#include "server/proc_stat.hpp"
 #include "specbench/client.hpp"
 #include "specbench/server.hpp"
 #include "support/test_paths.hpp"
@@ -19,7 +20,6 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <sstream>
 #include <thread>
 
 using namespace specbench;
@@ -106,25 +106,14 @@ Driver start_driver(std::vector<std::string> argv, const std::string& name, bool
   return d;
 }
 
-// The pids of `parent`'s children named `comm` (/proc/<pid>/stat: "pid (comm) state ppid ...").
+// The pids of `parent`'s children named `comm` that are not zombies.
 std::vector<pid_t> children_named(pid_t parent, const std::string& comm) {
   std::vector<pid_t> found;
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
-    std::ifstream in(e.path() / "stat");
-    std::string stat;
-    if (!std::getline(in, stat))
-      continue;
-    const size_t open = stat.find('('), close = stat.rfind(')');
-    if (open == std::string::npos || close == std::string::npos || close + 4 >= stat.size())
-      continue;
-    std::istringstream rest(stat.substr(close + 2));
-    char state = 0;
-    pid_t ppid = 0;
-    if (rest >> state >> ppid && ppid == parent && state != 'Z' &&
-        stat.substr(open + 1, close - open - 1) == comm)
-      found.push_back(static_cast<pid_t>(std::stol(stat)));
-  }
+  detail::for_each_process([&](const detail::ProcStat& p) {
+    if (p.ppid == parent && p.state != 'Z' && p.comm == comm)
+      found.push_back(p.pid);
+    return true;
+  });
   return found;
 }
 
