@@ -103,15 +103,16 @@ int run_plan(const std::string& file, bool json) {
   return exit_ok;
 }
 
-const Registrar reg{{"plan", 10, [](CLI::App& app) {
-                       auto* sub = app.add_subcommand(
-                           "plan", "Validate a sweep file and print its expanded matrix");
-                       auto file = std::make_shared<std::string>();
-                       auto json = std::make_shared<bool>(false);
-                       sub->add_option("sweep", *file, "the sweep YAML file")->required();
-                       sub->add_flag("--json", *json, "print the matrix as JSON (schema_version 1)");
-                       return std::function<int()>([file, json] { return run_plan(*file, *json); });
-                     }}};
+const Registrar register_plan_command{
+    {"plan", 10, [](CLI::App& app) {
+       auto* sub =
+           app.add_subcommand("plan", "Validate a sweep file and print its expanded matrix");
+       auto file = std::make_shared<std::string>();
+       auto json = std::make_shared<bool>(false);
+       sub->add_option("sweep", *file, "the sweep YAML file")->required();
+       sub->add_flag("--json", *json, "print the matrix as JSON (schema_version 1)");
+       return std::function<int()>([file, json] { return run_plan(*file, *json); });
+     }}};
 
 } // namespace
 } // namespace specbench::cli

@@ -28,7 +28,7 @@ struct PreflightArgs {
   std::string root = "/";
 };
 
-Registrar reg{Command{
+const Registrar register_preflight_command{Command{
     "preflight", 20, [](CLI::App& app) -> std::function<int()> {
       auto args = std::make_shared<PreflightArgs>();
       auto* sub = app.add_subcommand(

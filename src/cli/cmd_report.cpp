@@ -138,7 +138,7 @@ int run_report(const ReportArgs& a) {
   return rep->all_ok() ? exit_ok : exit_check_failed;
 }
 
-const Registrar reg{
+const Registrar register_report_command{
     {"report", 40, [](CLI::App& app) {
        auto* sub =
            app.add_subcommand("report", "Summarize a results directory: tables, CSV, JSON, plots");

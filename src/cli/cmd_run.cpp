@@ -261,7 +261,7 @@ int run_run(const RunArgs& a) {
   return outcome->exit_code();
 }
 
-const Registrar reg{
+const Registrar register_run_command{
     {"run", 30, [](CLI::App& app) {
        auto* sub = app.add_subcommand(
            "run", "Run a sweep end to end (resumes: finished cells are skipped)");

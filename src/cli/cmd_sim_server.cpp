@@ -110,7 +110,7 @@ CLI::Validator finite_in(double lo, double hi) {
       "NUMBER in [" + CLI::detail::to_string(lo) + ", " + CLI::detail::to_string(hi) + "]");
 }
 
-const Registrar reg{Command{
+const Registrar register_sim_server_command{Command{
     "sim-server", 90, [](CLI::App& app) -> std::function<int()> {
       auto args = std::make_shared<SimArgs>();
       auto* sub = app.add_subcommand(

@@ -7,6 +7,7 @@
 #include "specbench/detail/verify_step_bounds.hpp"
 
 #include "client/simple_http.hpp"
+#include "core/ascii_lower.hpp"
 
 #include <curl/curl.h>
 #include <nlohmann/json.hpp>
@@ -77,12 +78,6 @@ uint64_t hash_of_ids(const json& ids) {
 
 bool starts_with(std::string_view s, std::string_view p) {
   return s.substr(0, p.size()) == p;
-}
-
-std::string lower(std::string s) {
-  for (char& c : s)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
 }
 
 // A count the server reports (tokens, steps, drafts): a whole number in [0, 2^31). Anything else
@@ -324,7 +319,7 @@ AcceptanceSummary summarize_acceptance(const std::vector<RequestRecord>& records
 bool is_context_overflow_message(int http_status, const std::string& body) {
   if (http_status != 400 && http_status != 413 && http_status != 422 && http_status != 0)
     return false;
-  const std::string b = lower(body);
+  const std::string b = detail::ascii_lower(body);
   static const char* needles[] = {
       "longer than the model's context length",     // SGLang: input alone too long
       "exceeds the model's maximum context length", // SGLang: input + max_new_tokens
@@ -711,7 +706,8 @@ size_t on_header(char* p, size_t size, size_t n, void* user) {
     t->declared_length = false;
     return len;
   }
-  const std::string l = lower(std::string(h.substr(0, std::min<size_t>(h.size(), 2048))));
+  const std::string l =
+      detail::ascii_lower(std::string(h.substr(0, std::min<size_t>(h.size(), 2048))));
   const auto value = [&](size_t name_len) {
     std::string v = std::string(h.substr(name_len, std::min<size_t>(h.size(), 2048) - name_len));
     while (!v.empty() && std::isspace(static_cast<unsigned char>(v.back())))
@@ -743,7 +739,7 @@ size_t on_data(char* p, size_t size, size_t n, void* user) {
   long status = 0;
   curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
   if (status >= 200 && status < 300 && !t->content_encoding.empty() &&
-      lower(t->content_encoding) != "identity") {
+      detail::ascii_lower(t->content_encoding) != "identity") {
     // Nothing asked for compression; a body in it is bytes no count or event can be read from.
     t->set_fail(ErrorKind::malformed,
                 "the answer is compressed (Content-Encoding: " + t->content_encoding +

@@ -2,6 +2,7 @@
 // kernel modules and the visibility variables. Everything is read under `plan.root`, so tests can
 // fake /dev, /proc and /sys. This layer is evidence, not a gate: the driver and CUDA layers run
 // whatever it finds, and the diagnosis combines the answers.
+#include "core/ascii_lower.hpp"
 #include "preflight/layers.hpp"
 
 #include <algorithm>
@@ -480,9 +481,7 @@ void run_host_layer(Run& run) {
 }
 
 std::string normalise_bus_id(const std::string& id) {
-  std::string s;
-  for (char ch : id)
-    s += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  std::string s = detail::ascii_lower(id);
   const auto colon = s.find(':');
   if (colon == std::string::npos)
     return s;

@@ -96,7 +96,7 @@ struct NvmlApi {
   nvmlReturn_t (*name)(nvmlDevice_t, char*, unsigned) = nullptr;
   nvmlReturn_t (*uuid)(nvmlDevice_t, char*, unsigned) = nullptr;
   nvmlReturn_t (*pci)(nvmlDevice_t, nvmlPciInfo_t*) = nullptr;
-  nvmlReturn_t (*minor)(nvmlDevice_t, unsigned*) = nullptr;
+  nvmlReturn_t (*minor_number)(nvmlDevice_t, unsigned*) = nullptr;
   nvmlReturn_t (*memory)(nvmlDevice_t, nvmlMemory_t*) = nullptr;
   nvmlReturn_t (*processes)(nvmlDevice_t, unsigned*, nvmlProcessInfo_t*) = nullptr;
   nvmlReturn_t (*persistence)(nvmlDevice_t, int*) = nullptr;
@@ -125,7 +125,7 @@ struct NvmlApi {
     pick(name, {"nvmlDeviceGetName"});
     pick(uuid, {"nvmlDeviceGetUUID"});
     pick(pci, {"nvmlDeviceGetPciInfo_v3"});
-    pick(minor, {"nvmlDeviceGetMinorNumber"});
+    pick(minor_number, {"nvmlDeviceGetMinorNumber"});
     pick(memory, {"nvmlDeviceGetMemoryInfo"});
     pick(processes, {"nvmlDeviceGetComputeRunningProcesses_v3"});
     pick(persistence, {"nvmlDeviceGetPersistenceMode"});
@@ -297,9 +297,9 @@ void run_driver_layer(Run& run) {
     nvmlPciInfo_t pci{};
     if (api.pci && api.pci(dev, &pci) == nvml_success)
       g.pci_bus_id = normalise_bus_id(pci.busId);
-    unsigned minor = 0;
-    if (api.minor && api.minor(dev, &minor) == nvml_success)
-      g.minor = static_cast<int>(minor);
+    unsigned minor_number = 0; // not `minor`: <sys/sysmacros.h> defines minor() as a macro
+    if (api.minor_number && api.minor_number(dev, &minor_number) == nvml_success)
+      g.minor = static_cast<int>(minor_number);
     nvmlMemory_t mem{};
     if (api.memory && api.memory(dev, &mem) == nvml_success) {
       g.total = mem.total;

@@ -3,6 +3,8 @@
 // treats every server (the simulated one included) the same way.
 #include "specbench/runner.hpp"
 
+#include "core/ascii_lower.hpp"
+#include "core/seconds_since.hpp"
 #include "results/sorting_lock.hpp"
 
 #include "specbench/build_info.hpp"
@@ -14,7 +16,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <fcntl.h>
 #include <map>
@@ -30,16 +31,6 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-std::string lower(std::string s) {
-  for (auto& c : s)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 std::string join_lines(const std::vector<std::string>& lines) {
   std::string s;
@@ -291,7 +282,7 @@ private:
   void emit(RunnerEvent e) {
     if (!opt_.on_event)
       return;
-    e.elapsed_s = seconds_since(t0_);
+    e.elapsed_s = detail::seconds_since(t0_);
     e.to_run = to_run_;
     e.total_cells = out_.total_cells;
     if (e.cell_index == 0)
@@ -318,14 +309,14 @@ private:
       const double mean = cell_time_sum_ / cells_timed_;
       double cur = 0;
       if (index_ > 0 && in_cell_) {
-        const double el = seconds_since(cell_t0_);
+        const double el = detail::seconds_since(cell_t0_);
         cur = current_fraction > 0 ? std::max(0.0, el / current_fraction - el)
                                    : std::max(0.0, mean - el);
       }
       return mean * std::max(0, left) + cur;
     }
     if (current_fraction > 0.02 && in_cell_) {
-      const double el = seconds_since(cell_t0_);
+      const double el = detail::seconds_since(cell_t0_);
       const double est = el / current_fraction;
       return std::max(0.0, est - el) + est * std::max(0, left);
     }
@@ -737,7 +728,7 @@ std::string SweepRun::check_memory_back(const Phase& phase, CellResult& r) {
     }
     if (held.empty())
       return {};
-    if (seconds_since(t) >= opt_.gpu_memory_settle_s || stop_requested())
+    if (detail::seconds_since(t) >= opt_.gpu_memory_settle_s || stop_requested())
       break;
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
   }
@@ -750,7 +741,7 @@ CellResult SweepRun::run_cell(const Cell& c, const Phase& phase) {
   CellResult r = base_result(c);
   const auto cell_start = Clock::now();
   bool ended = false; // a stage failed or the user stopped: skip the remaining stages
-  auto finish = [&](CellResult& res) { res.wall_s = seconds_since(cell_start); };
+  auto finish = [&](CellResult& res) { res.wall_s = detail::seconds_since(cell_start); };
   auto fail = [&](CellStage stage, const std::string& reason, const std::string& diagnosis,
                   const std::vector<std::string>& tail, bool crashed) {
     ended = true;
@@ -1240,7 +1231,7 @@ Expected<SweepOutcome> SweepRun::run() {
         break;
       }
     }
-  out_.wall_s = seconds_since(t0_);
+  out_.wall_s = detail::seconds_since(t0_);
   RunnerEvent e;
   e.kind = RunnerEventKind::sweep_finished;
   e.status = out_.stopped               ? "interrupted"
@@ -1289,7 +1280,7 @@ bool text_points_at_gpu(const std::string& text) {
                                          "cuda driver",
                                          "ecc error",
                                          "gpu has fallen off"};
-  const std::string t = lower(text);
+  const std::string t = detail::ascii_lower(text);
   for (const char* p : patterns)
     if (t.find(p) != std::string::npos)
       return true;

@@ -5,7 +5,9 @@
 #include "specbench/detail/utf8.hpp"
 
 #include "client/simple_http.hpp"
+#include "core/ascii_lower.hpp"
 #include "core/json_text.hpp"
+#include "core/seconds_since.hpp"
 #include "server/proc_stat.hpp"
 #include "server/registry.hpp"
 
@@ -132,16 +134,6 @@ void retitle_guardian(CmdlineArea area) {
     ::kill(-group, SIGKILL);
   }
   ::_exit(0);
-}
-
-double secs_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-std::string lower(std::string s) {
-  for (char& c : s)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
 }
 
 std::string find_in_path(const std::string& name) {
@@ -312,14 +304,14 @@ std::optional<FatalMatch> find_fatal_pattern(std::string_view log_text,
   std::vector<std::string> needles;
   needles.reserve(pats.size());
   for (const auto& p : pats)
-    needles.push_back(lower(p.text));
+    needles.push_back(detail::ascii_lower(p.text));
   int line_no = 0;
   while (!log_text.empty()) {
     const size_t nl = log_text.find('\n');
     std::string_view line = log_text.substr(0, nl);
     log_text.remove_prefix(nl == std::string_view::npos ? log_text.size() : nl + 1);
     ++line_no;
-    const std::string l = lower(std::string(line));
+    const std::string l = detail::ascii_lower(std::string(line));
     if (is_request_log_line(l))
       continue;
     for (size_t i = 0; i < pats.size(); ++i)
@@ -609,7 +601,7 @@ Readiness ServerProcess::wait_ready(const ReadinessOptions& options,
   auto finish = [&](ReadinessOutcome o, std::string reason) {
     r.outcome = o;
     r.reason = std::move(reason);
-    r.waited_s = secs_since(t0);
+    r.waited_s = detail::seconds_since(t0);
     r.log_tail = log_tail(options.log_tail_lines);
     return r;
   };
@@ -647,7 +639,7 @@ Readiness ServerProcess::wait_ready(const ReadinessOptions& options,
       return finish(ReadinessOutcome::fatal_log, "fatal line in the server log: \"" + m->line +
                                                      "\" (" + m->pattern.diagnosis + ")");
     }
-    const double left = options.timeout_s - secs_since(t0);
+    const double left = options.timeout_s - detail::seconds_since(t0);
     if (left <= 0)
       break;
     const double health_timeout = std::clamp(std::min(options.probe_timeout_s, left), 0.05, 5.0);
@@ -662,8 +654,8 @@ Readiness ServerProcess::wait_ready(const ReadinessOptions& options,
       return finish(ReadinessOutcome::ready, "ready: " + options.health_path + " answered 200");
     } else {
       health_ok_seen = true;
-      const double gen_timeout =
-          std::max(0.05, std::min(options.probe_timeout_s, options.timeout_s - secs_since(t0)));
+      const double gen_timeout = std::max(
+          0.05, std::min(options.probe_timeout_s, options.timeout_s - detail::seconds_since(t0)));
       // A probe may wait up to probe_timeout_s for a slow server: Ctrl-C must not.
       auto g = detail::http_request(base + probe_path(options.api),
                                     generation_probe_body(options.api, options.model), gen_timeout,
@@ -711,7 +703,8 @@ Readiness ServerProcess::wait_ready(const ReadinessOptions& options,
                             "\" (" + m->pattern.diagnosis + ")");
         }
     }
-    const double sleep_s = std::min(options.poll_interval_s, options.timeout_s - secs_since(t0));
+    const double sleep_s =
+        std::min(options.poll_interval_s, options.timeout_s - detail::seconds_since(t0));
     if (sleep_s > 0) {
       // Sleep in slices so that an exit or a cancel ends the wait promptly.
       const auto until = Clock::now() + std::chrono::duration<double>(sleep_s);
@@ -857,7 +850,7 @@ StopReport ServerProcess::stop() {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     rep.port_free = port_is_free(s.spec.host, s.port);
   }
-  rep.took_s = secs_since(t0);
+  rep.took_s = detail::seconds_since(t0);
   s.stopped = true;
   s.last_stop = rep;
   return rep;

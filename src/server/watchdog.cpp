@@ -3,6 +3,7 @@
 #include "specbench/server.hpp"
 
 #include "client/simple_http.hpp"
+#include "core/seconds_since.hpp"
 
 #include <chrono>
 #include <condition_variable>
@@ -44,9 +45,6 @@ struct Watchdog::Impl {
     auto last_progress_change = t0;
     uint64_t last_progress = opt.progress ? opt.progress() : 0;
     const std::string health_url = server->base_url() + opt.health_path;
-    auto since = [&](Clock::time_point t) {
-      return std::chrono::duration<double>(Clock::now() - t).count();
-    };
     for (;;) {
       {
         std::unique_lock lk(mu);
@@ -73,10 +71,10 @@ struct Watchdog::Impl {
           auto h = detail::http_request(health_url, {}, opt.health_probe_timeout_s);
           if (h.status == 200)
             last_health_ok = Clock::now();
-          else if (since(last_health_ok) > opt.hang_timeout_s) {
+          else if (detail::seconds_since(last_health_ok) > opt.hang_timeout_s) {
             ev.trip = WatchdogTrip::health_hang;
             ev.reason = opt.health_path + " has not answered 200 for " +
-                        std::to_string(static_cast<int>(since(last_health_ok))) +
+                        std::to_string(static_cast<int>(detail::seconds_since(last_health_ok))) +
                         " s (last: " + (h.status ? "HTTP " + std::to_string(h.status) : h.error) +
                         ")";
           }
@@ -87,7 +85,7 @@ struct Watchdog::Impl {
           if (p != last_progress || !busy) {
             last_progress = p;
             last_progress_change = Clock::now();
-          } else if (since(last_progress_change) > opt.stall_timeout_s) {
+          } else if (detail::seconds_since(last_progress_change) > opt.stall_timeout_s) {
             ev.trip = WatchdogTrip::stalled;
             ev.reason = "no progress for " + std::to_string(static_cast<int>(opt.stall_timeout_s)) +
                         " s while requests are in flight";
@@ -96,7 +94,7 @@ struct Watchdog::Impl {
       }
       if (ev.trip == WatchdogTrip::none)
         continue;
-      ev.after_s = since(t0);
+      ev.after_s = detail::seconds_since(t0);
       ev.log_tail = server->log_tail(40);
       {
         std::lock_guard lk(mu);

@@ -1,5 +1,7 @@
 #include "sim/mini_http.hpp"
 
+#include "core/ascii_lower.hpp"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -19,12 +21,6 @@ namespace {
 
 constexpr size_t kMaxHeaderBytes = 64 * 1024;
 constexpr size_t kMaxBodyBytes = 256u << 20;
-
-std::string lower(std::string s) {
-  for (char& c : s)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 std::string trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
@@ -284,7 +280,7 @@ void MiniHttpServer::connection_loop(int fd) {
         e = head.size();
       std::string_view h = head.substr(pos, e - pos);
       if (auto c = h.find(':'); c != std::string_view::npos)
-        req.headers[lower(std::string(h.substr(0, c)))] = trim(h.substr(c + 1));
+        req.headers[detail::ascii_lower(std::string(h.substr(0, c)))] = trim(h.substr(c + 1));
       pos = e + 2;
     }
     buf.erase(0, header_end + 4);
@@ -313,7 +309,8 @@ void MiniHttpServer::connection_loop(int fd) {
     req.body = buf.substr(0, content_length);
     buf.erase(0, content_length);
     auto conn_hdr = req.headers.find("connection");
-    req.keep_alive = conn_hdr == req.headers.end() ? !http10 : lower(conn_hdr->second) != "close";
+    req.keep_alive =
+        conn_hdr == req.headers.end() ? !http10 : detail::ascii_lower(conn_hdr->second) != "close";
     keep = handler_(req, conn) && req.keep_alive;
   }
   std::lock_guard lk(mu_);

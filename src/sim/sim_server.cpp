@@ -3,6 +3,7 @@
 // cost of each batched forward pass, and the fault modes the tests use.
 #include "specbench/sim_server.hpp"
 #include "core/json_text.hpp"
+#include "core/seconds_since.hpp"
 #include "sim/mini_http.hpp"
 
 #include <nlohmann/json.hpp>
@@ -25,10 +26,6 @@ using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 constexpr const char* kSyntheticHeader = "X-Specbench-Synthetic-Model: true\r\n";
-
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
 
 // The sim's "tokenizer": one token per whitespace-separated word, hashed into the vocabulary.
 std::vector<int32_t> tokenize(const std::string& text, int vocab) {
@@ -142,7 +139,7 @@ struct SimServer::Impl {
       log.erase(log.begin(), log.begin() + 5000);
   }
 
-  bool loading() const { return seconds_since(started) < opt.load_time_s; }
+  bool loading() const { return detail::seconds_since(started) < opt.load_time_s; }
 
   // ---- scheduler ----
   void scheduler_loop() {
@@ -229,7 +226,7 @@ struct SimServer::Impl {
         stats.proposed_drafts += proposed;
         pend_accept_tokens += accepted;
         pend_forward_ct += verify;
-        last_gen_throughput = tokens / std::max(1e-9, seconds_since(t0));
+        last_gen_throughput = tokens / std::max(1e-9, detail::seconds_since(t0));
         if (++steps % std::max(1, opt.decode_log_interval) == 0 && pend_forward_ct > 0) {
           last_interval_accept_length = static_cast<double>(pend_accept_tokens) / pend_forward_ct;
           last_interval_accept_rate = proposed > 0 ? static_cast<double>(correct) / proposed : 0;
@@ -600,7 +597,7 @@ struct SimServer::Impl {
               {"cached_tokens", 0},
               {"weight_version", "default"}};
     if (finished) {
-      m["e2e_latency"] = seconds_since(j.created);
+      m["e2e_latency"] = detail::seconds_since(j.created);
       m.update(spec_fields(j.final_gen, static_cast<int64_t>(out.size())));
       tell_lie(m, g.lie);
       tell_quiet_lie(&m, nullptr, g.quiet_lie);

@@ -2,6 +2,8 @@
 
 #include "support/test_paths.hpp"
 
+#include <gtest/gtest.h>
+
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -16,6 +18,16 @@ extern char** environ;
 
 namespace specbench::testing {
 namespace fs = std::filesystem;
+
+const CheckResult& check(const PreflightReport& r, const std::string& id) {
+  const CheckResult* c = r.find(id);
+  if (c == nullptr) {
+    ADD_FAILURE() << "no check " << id << " in report:\n" << r.to_table();
+    static const CheckResult none;
+    return none;
+  }
+  return *c;
+}
 
 std::string fake_driver_dir() {
   return SPECBENCH_FAKE_DRIVER_DIR;

@@ -44,6 +44,9 @@ private:
   std::map<std::string, std::string> saved_;
 };
 
+/// The check `id` of `r`; a test failure (and an empty result) when the report has none.
+const CheckResult& check(const PreflightReport& r, const std::string& id);
+
 /// Directory of the fake driver libraries.
 std::string fake_driver_dir();
 

@@ -16,19 +16,10 @@
 
 namespace specbench {
 namespace {
+using testing::check;
 using testing::FakeMachine;
 using ::testing::HasSubstr;
 using testing::Uvm;
-
-const CheckResult& check(const PreflightReport& r, const std::string& id) {
-  const CheckResult* c = r.find(id);
-  if (c == nullptr) {
-    ADD_FAILURE() << "no check " << id << " in report:\n" << r.to_table();
-    static CheckResult none;
-    return none;
-  }
-  return *c;
-}
 
 int exit_code(const PreflightReport& r) {
   if (std::getenv("PREFLIGHT_TEST_VERBOSE"))

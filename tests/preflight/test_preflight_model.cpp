@@ -18,6 +18,7 @@
 
 namespace specbench {
 namespace {
+using testing::check;
 using testing::FakeMachine;
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
@@ -63,16 +64,6 @@ fs::path make_model(const fs::path& dir, int shards, size_t floats_per_shard) {
   std::ofstream(dir / "model.safetensors.index.json")
       << "{\"metadata\":{\"total_size\":" << total << "},\"weight_map\":{" << map << "}}";
   return dir;
-}
-
-const CheckResult& check(const PreflightReport& r, const std::string& id) {
-  const CheckResult* c = r.find(id);
-  if (!c) {
-    ADD_FAILURE() << "missing " << id << "\n" << r.to_table();
-    static CheckResult none;
-    return none;
-  }
-  return *c;
 }
 
 // One preflight run in a forked child, killed after `seconds` (a check that blocks, such as a FIFO
