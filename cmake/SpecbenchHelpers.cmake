@@ -8,12 +8,32 @@ function(specbench_warnings target)
     $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wno-missing-field-initializers>)
 endfunction()
 
+# With SPECBENCH_UNITY_BUILD, a host target's C++ sources compile in batches of eight: most of a
+# clean build is parsing the same third-party headers (gtest, nlohmann, CLI11, fmt) in every
+# file, which a batch parses once (scripts/test.sh turns it on for CI's clean builds). CUDA
+# sources stay out: CMake 3.31 and newer would batch them too, and each kernel file is compiled
+# on its own for its architectures anyway.
+function(specbench_unity_build target)
+  if(NOT SPECBENCH_UNITY_BUILD)
+    return()
+  endif()
+  set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 8)
+  get_target_property(_sources ${target} SOURCES)
+  foreach(_source ${_sources})
+    if(_source MATCHES "\\.cu$")
+      set_source_files_properties(${_source} TARGET_DIRECTORY ${target}
+                                  PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
+    endif()
+  endforeach()
+endfunction()
+
 # specbench_add_test(NAME SOURCES a.cpp b.cpp [LIBS ...] [LABELS ...] [TIMEOUT s] [ENV ...])
 function(specbench_add_test name)
   cmake_parse_arguments(T "" "TIMEOUT" "SOURCES;LIBS;LABELS;ENV" ${ARGN})
   add_executable(${name} ${T_SOURCES})
   target_link_libraries(${name} PRIVATE specbench_testing ${T_LIBS})
   specbench_warnings(${name})
+  specbench_unity_build(${name})
   add_test(NAME ${name} COMMAND ${name})
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 300)
