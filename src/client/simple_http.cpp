@@ -1,5 +1,7 @@
 #include "client/simple_http.hpp"
 
+#include "core/seconds_since.hpp"
+
 #include <curl/curl.h>
 
 #include <chrono>
@@ -86,7 +88,7 @@ SimpleResponse http_request(const std::string& url, const std::string& body, dou
     if (!sink.overflow)
       r.status = 0; // a broken transfer is no answer
   }
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.seconds = detail::seconds_since(t0);
   if (headers)
     curl_slist_free_all(headers);
   curl_easy_cleanup(h);

@@ -71,10 +71,11 @@ struct Watchdog::Impl {
           auto h = detail::http_request(health_url, {}, opt.health_probe_timeout_s);
           if (h.status == 200)
             last_health_ok = Clock::now();
-          else if (detail::seconds_since(last_health_ok) > opt.hang_timeout_s) {
+          else if (const double quiet_s = detail::seconds_since(last_health_ok);
+                   quiet_s > opt.hang_timeout_s) {
             ev.trip = WatchdogTrip::health_hang;
             ev.reason = opt.health_path + " has not answered 200 for " +
-                        std::to_string(static_cast<int>(detail::seconds_since(last_health_ok))) +
+                        std::to_string(static_cast<int>(quiet_s)) +
                         " s (last: " + (h.status ? "HTTP " + std::to_string(h.status) : h.error) +
                         ")";
           }

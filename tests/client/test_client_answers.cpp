@@ -3,6 +3,7 @@
 // from a stuck server, a body that does not end after [DONE]. Each either measures what the
 // answer really held or fails the request naming why; none enters the figures as a made-up number.
 #include "canned_http_server.hpp"
+#include "core/seconds_since.hpp"
 #include "specbench/client.hpp"
 
 #include <gtest/gtest.h>
@@ -193,8 +194,7 @@ TEST(ClientAnswers, TheAnswerEndsAtDoneWhateverTheConnectionDoesAfter) {
   CannedHttpServer server(script, 8000);
   const auto t0 = std::chrono::steady_clock::now();
   const RequestRecord r = one_request(server, ApiKind::generate);
-  const double waited =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double waited = detail::seconds_since(t0);
   ASSERT_TRUE(r.ok) << r.error_message;
   EXPECT_EQ(r.output_tokens, 4);
   EXPECT_LT(r.e2e_s, 0.15); // timed at [DONE], about 40 ms after the start
@@ -212,8 +212,7 @@ TEST(ClientAnswers, KeepAliveCommentsDoNotHideAStall) {
   CannedHttpServer server(script, 5000);
   const auto t0 = std::chrono::steady_clock::now();
   const RequestRecord r = one_request(server, ApiKind::generate, 4, 0.5);
-  const double waited =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double waited = detail::seconds_since(t0);
   EXPECT_EQ(r.error, ErrorKind::timeout_total) << r.error_message;
   EXPECT_NE(r.error_message.find("mid-response"), std::string::npos) << r.error_message;
   EXPECT_LT(waited, 2.0); // the idle timeout (0.5 s), not the 5 s request timeout
@@ -470,8 +469,7 @@ TEST(ClientAnswers, AGenerateStreamHeldOpenAfterItsFinalEventKeepsTheAnswer) {
   CannedHttpServer server(script, 8000); // then silence, no [DONE], for 8 s
   const auto t0 = std::chrono::steady_clock::now();
   const RequestRecord r = one_request(server, ApiKind::generate, 3);
-  const double waited =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double waited = detail::seconds_since(t0);
   ASSERT_TRUE(r.ok) << to_string(r.error) << ": " << r.error_message;
   EXPECT_EQ(r.output_tokens, 3);
   EXPECT_LT(r.e2e_s, 0.5); // at the final event, not when the connection was dropped

@@ -1,5 +1,6 @@
 // The client against a misbehaving server: every fault ends as a recorded error with a bounded
 // wait, never a crash, a hang or a lost record.
+#include "core/seconds_since.hpp"
 #include "sim_fixture.hpp"
 #include "specbench/client.hpp"
 #include "specbench/detail/utf8.hpp"
@@ -38,10 +39,6 @@ std::vector<RequestSpec> requests(int n, int max_new = 12) {
     r.max_new_tokens = max_new;
   }
   return v;
-}
-
-double seconds(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 } // namespace
@@ -279,7 +276,7 @@ TEST(ClientFaults, TrickleHitsTheRequestTimeout) {
     Client c(quick(sim.url, stream));
     const auto t0 = std::chrono::steady_clock::now();
     RequestRecord r = c.send(requests(1).front());
-    EXPECT_LT(seconds(t0), 5.0);
+    EXPECT_LT(detail::seconds_since(t0), 5.0);
     EXPECT_FALSE(r.ok);
     EXPECT_EQ(r.error, ErrorKind::timeout_total) << r.error_message;
     EXPECT_GT(r.bytes, 0);
@@ -298,7 +295,7 @@ TEST(ClientFaults, IdleTimeoutCatchesAStreamThatStallsMidResponse) {
   const auto t0 = std::chrono::steady_clock::now();
   auto run = c.run(requests(2, 5000), 2);
   ASSERT_TRUE(run.has_value());
-  EXPECT_LT(seconds(t0), 5.0);
+  EXPECT_LT(detail::seconds_since(t0), 5.0);
   int idle = 0, first = 0;
   for (const auto& r : run->records) {
     if (r.error == ErrorKind::timeout_total &&
@@ -330,7 +327,7 @@ TEST(ClientFaults, HangIsAFirstByteTimeout) {
   const auto t0 = std::chrono::steady_clock::now();
   auto run = c.run(requests(3), 3);
   ASSERT_TRUE(run.has_value());
-  EXPECT_LT(seconds(t0), 3.0);
+  EXPECT_LT(detail::seconds_since(t0), 3.0);
   for (const auto& r : run->records)
     EXPECT_EQ(r.error, ErrorKind::timeout_first_byte);
 }
@@ -403,7 +400,7 @@ TEST(ClientFaults, AbortEndsEveryRequestPromptly) {
   auto run = c.run(requests(10, 1000), 4);
   killer.join();
   ASSERT_TRUE(run.has_value());
-  EXPECT_LT(seconds(t0), 2.0);
+  EXPECT_LT(detail::seconds_since(t0), 2.0);
   EXPECT_EQ(run->aborted, "watchdog: test");
   ASSERT_EQ(run->records.size(), 10u);
   int not_sent = 0;

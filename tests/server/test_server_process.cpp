@@ -1,6 +1,7 @@
 // Server lifecycle with real processes: the `specbench sim-server` binary and its fault modes for
 // every readiness outcome, stop with grace and SIGKILL, no orphan after exceptions or SIGINT, and
 // the watchdog aborting a measuring client when the server dies or hangs.
+#include "core/seconds_since.hpp"
 #include "server/proc_stat.hpp"
 #include "specbench/client.hpp"
 #include "specbench/server.hpp"
@@ -509,8 +510,7 @@ TEST(ServerProcessStop, StopNeverHangsOnAServerThatExitedAtOnce) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     const auto t0 = std::chrono::steady_clock::now();
     p.stop();
-    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 2.5)
-        << "iteration " << i;
+    EXPECT_LT(detail::seconds_since(t0), 2.5) << "iteration " << i;
   }
   ::sigaction(SIGTERM, &old, nullptr);
 }
@@ -574,8 +574,7 @@ TEST(ServerCleanup, KillAllServersReapsZombiesOfTheGroup) {
   const int code = with_zombie_making_server("zombie-all.log", [](ServerProcess& p) {
     const auto t0 = std::chrono::steady_clock::now();
     kill_all_servers(5.0);
-    const double took =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double took = detail::seconds_since(t0);
     const bool gone = ::kill(-p.pid(), 0) != 0;
     return !gone ? 2 : took < 2.0 ? 0 : 1;
   });
@@ -721,7 +720,7 @@ TEST(Watchdog, HangIsNoticedByHealthProbes) {
   r.max_new_tokens = 4;
   const auto t0 = std::chrono::steady_clock::now();
   const auto run = client.run({r, r}, 2);
-  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double took = detail::seconds_since(t0);
   ASSERT_TRUE(run.has_value());
   EXPECT_LT(took, 5);
   EXPECT_FALSE(run->aborted.empty());
