@@ -57,6 +57,46 @@ template <int kLoads> __global__ void read_kernel(const float4* p, int64_t n4, f
 
 __global__ void empty_kernel(const float4*, int64_t, float*) {}
 
+// The rows kernel's own load pattern at 1 x 4 (V = 151,936, four rows, one row per 15 blocks):
+// warp 0 loads nothing (it walks the tree there), and warps 1.. take the 1,024-float segments
+// k, k + 15, ... of their block's row, block k of 15 of the row. kWarpsPerSeg warps share a
+// segment, each with 8 / kWarpsPerSeg 16-byte loads per lane (1: the kernel as it is).
+// (Blocks must number 60: four rows of 15.)
+constexpr int64_t kVocab = 151936;
+template <int kWarpsPerSeg> __global__ void read_segments(const float4* p, int64_t, float* out) {
+  constexpr int kLoads = 8 / kWarpsPerSeg;
+  const int warp = static_cast<int>(threadIdx.x >> 5), lane = static_cast<int>(threadIdx.x & 31);
+  const int row = static_cast<int>(blockIdx.x / 15), rank = static_cast<int>(blockIdx.x % 15);
+  float acc = 0.0f;
+  if (warp > 0) {
+    const int64_t seg = static_cast<int64_t>((warp - 1) / kWarpsPerSeg) * 15 + rank;
+    const int part = (warp - 1) % kWarpsPerSeg;
+    const int64_t base = row * kVocab + seg * 1024; // floats
+    float4 v[kLoads];
+#pragma unroll
+    for (int j = 0; j < kLoads; ++j) {
+      const int64_t e = seg * 1024 + (part * kLoads + j) * 128 + lane * 4;
+      v[j] = e < kVocab ? __ldcs(p + (base + (part * kLoads + j) * 128 + lane * 4) / 4)
+                        : make_float4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int j = 0; j < kLoads; ++j)
+      acc += v[j].x + v[j].y + v[j].z + v[j].w;
+  }
+  for (int o = 16; o > 0; o >>= 1)
+    acc += __shfl_xor_sync(0xFFFFFFFFu, acc, o);
+  __shared__ float red[32];
+  if (lane == 0)
+    red[warp] = acc;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float t = 0.0f;
+    for (int w = 0; w < static_cast<int>(blockDim.x >> 5); ++w)
+      t += red[w];
+    out[blockIdx.x] = t;
+  }
+}
+
 struct Variant {
   std::string name;
   void (*kernel)(const float4*, int64_t, float*);
@@ -94,7 +134,7 @@ int main() {
   PROBE_CHECK(cudaMalloc(&base, nbuf * kBytes));
   PROBE_CHECK(cudaMemset(base, 0, nbuf * kBytes));
   PROBE_CHECK(cudaMalloc(&out, 4096 * sizeof(float)));
-  for (auto k : {read_kernel<4>, read_kernel<8>, empty_kernel})
+  for (auto k : {read_kernel<4>, read_kernel<8>, empty_kernel, read_segments<1>, read_segments<2>})
     PROBE_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
 
   // Read-once's own shape (149 blocks of 256 threads, four loads each), and the rows kernel's at
@@ -111,6 +151,10 @@ int main() {
       {"empty 60x352 plain", empty_kernel, 60, 352, 0},
       {"empty 60x352 cluster 1", empty_kernel, 60, 352, 1},
       {"empty 60x352 cluster 15", empty_kernel, 60, 352, 15},
+      // The rows kernel's pattern: 10 segments per block, 1, 2 or 4 warps per segment.
+      {"segs 60x352 1 warp/seg cl 15", read_segments<1>, 60, 352, 15},
+      {"segs 60x672 2 warps/seg cl 15", read_segments<2>, 60, 672, 15},
+      {"segs 60x672 2 warps/seg plain", read_segments<2>, 60, 672, 0},
   };
 
   cudaStream_t s;
