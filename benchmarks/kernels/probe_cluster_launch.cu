@@ -24,6 +24,22 @@ constexpr int64_t kBytes = 4LL * 151936 * 4; // tree sampling 1 x 4, V = 151,936
 constexpr int kCallsPerGraph = 32;
 constexpr int kTrials = 25;
 
+// Writes the block's sum of `acc` to out[blockIdx.x], so that no load is dropped.
+__device__ void store_block_sum(float acc, float* out) {
+  for (int o = 16; o > 0; o >>= 1)
+    acc += __shfl_xor_sync(0xFFFFFFFFu, acc, o);
+  __shared__ float red[32];
+  if ((threadIdx.x & 31) == 0)
+    red[threadIdx.x >> 5] = acc;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float t = 0.0f;
+    for (int w = 0; w < static_cast<int>(blockDim.x >> 5); ++w)
+      t += red[w];
+    out[blockIdx.x] = t;
+  }
+}
+
 // kLoads 16-byte loads in flight per thread, grid-stride; one float per block goes to `out` so
 // that no load is dropped.
 template <int kLoads> __global__ void read_kernel(const float4* p, int64_t n4, float* out) {
@@ -41,18 +57,7 @@ template <int kLoads> __global__ void read_kernel(const float4* p, int64_t n4, f
     for (int u = 0; u < kLoads; ++u)
       acc += v[u].x + v[u].y + v[u].z + v[u].w;
   }
-  for (int o = 16; o > 0; o >>= 1)
-    acc += __shfl_xor_sync(0xFFFFFFFFu, acc, o);
-  __shared__ float red[32];
-  if ((threadIdx.x & 31) == 0)
-    red[threadIdx.x >> 5] = acc;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    float t = 0.0f;
-    for (int w = 0; w < static_cast<int>(blockDim.x >> 5); ++w)
-      t += red[w];
-    out[blockIdx.x] = t;
-  }
+  store_block_sum(acc, out);
 }
 
 __global__ void empty_kernel(const float4*, int64_t, float*) {}
@@ -83,18 +88,7 @@ template <int kWarpsPerSeg> __global__ void read_segments(const float4* p, int64
     for (int j = 0; j < kLoads; ++j)
       acc += v[j].x + v[j].y + v[j].z + v[j].w;
   }
-  for (int o = 16; o > 0; o >>= 1)
-    acc += __shfl_xor_sync(0xFFFFFFFFu, acc, o);
-  __shared__ float red[32];
-  if (lane == 0)
-    red[warp] = acc;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    float t = 0.0f;
-    for (int w = 0; w < static_cast<int>(blockDim.x >> 5); ++w)
-      t += red[w];
-    out[blockIdx.x] = t;
-  }
+  store_block_sum(acc, out);
 }
 
 struct Variant {
