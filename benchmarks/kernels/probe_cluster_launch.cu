@@ -3,10 +3,11 @@
 // entries over through distributed shared memory), and with programmatic dependent launch it saved
 // 0.75 us per call against 0.35 for the plain read-once kernel (docs/kernels.md), as if a cluster
 // launch cost more between calls. This probe launches the same kernels with and without the
-// cluster attribute: one that reads a tree-sampling-1x4-sized input (2.43 MB, cold: each call
+// cluster attribute: two that read a tree-sampling-1x4-sized input (2.43 MB, cold: each call
 // reads the next of enough buffers to cover 2.6x a 60 MB L2) with 16-byte streaming loads all in
-// flight at once, and an empty one. Per call: the median over trials of one graph replay of 32
-// calls, divided by 32; variants interleaved trial by trial.
+// flight at once, grid-stride or in the rows kernel's own segments, and an empty one. Per call: the
+// median over trials of one graph replay of 32 calls, divided by 32; variants interleaved trial by
+// trial.
 //   build/benchmarks/kernels/probe_cluster_launch
 #include "probe_support.cuh"
 
@@ -20,7 +21,8 @@
 
 namespace {
 
-constexpr int64_t kBytes = 4LL * 151936 * 4; // tree sampling 1 x 4, V = 151,936, fp32
+constexpr int64_t kVocab = 151936;
+constexpr int64_t kBytes = 4 * kVocab * 4; // tree sampling 1 x 4: four fp32 rows
 constexpr int kCallsPerGraph = 32;
 constexpr int kTrials = 25;
 
@@ -65,9 +67,8 @@ __global__ void empty_kernel(const float4*, int64_t, float*) {}
 // The rows kernel's own load pattern at 1 x 4 (V = 151,936, four rows, one row per 15 blocks):
 // warp 0 loads nothing (it walks the tree there), and warps 1.. take the 1,024-float segments
 // k, k + 15, ... of their block's row, block k of 15 of the row. kWarpsPerSeg warps share a
-// segment, each with 8 / kWarpsPerSeg 16-byte loads per lane (1: the kernel as it is).
-// (Blocks must number 60: four rows of 15.)
-constexpr int64_t kVocab = 151936;
+// segment, each with 8 / kWarpsPerSeg 16-byte loads per lane (1: the kernel as it is). The grid
+// must be 60 blocks: four rows of 15.
 template <int kWarpsPerSeg> __global__ void read_segments(const float4* p, int64_t, float* out) {
   constexpr int kLoads = 8 / kWarpsPerSeg;
   const int warp = static_cast<int>(threadIdx.x >> 5), lane = static_cast<int>(threadIdx.x & 31);
@@ -76,13 +77,11 @@ template <int kWarpsPerSeg> __global__ void read_segments(const float4* p, int64
   if (warp > 0) {
     const int64_t seg = static_cast<int64_t>((warp - 1) / kWarpsPerSeg) * 15 + rank;
     const int part = (warp - 1) % kWarpsPerSeg;
-    const int64_t base = row * kVocab + seg * 1024; // floats
     float4 v[kLoads];
 #pragma unroll
     for (int j = 0; j < kLoads; ++j) {
-      const int64_t e = seg * 1024 + (part * kLoads + j) * 128 + lane * 4;
-      v[j] = e < kVocab ? __ldcs(p + (base + (part * kLoads + j) * 128 + lane * 4) / 4)
-                        : make_float4(0, 0, 0, 0);
+      const int64_t e = seg * 1024 + (part * kLoads + j) * 128 + lane * 4; // float in the row
+      v[j] = e < kVocab ? __ldcs(p + (row * kVocab + e) / 4) : make_float4(0, 0, 0, 0);
     }
 #pragma unroll
     for (int j = 0; j < kLoads; ++j)
@@ -145,7 +144,7 @@ int main() {
       {"empty 60x352 plain", empty_kernel, 60, 352, 0},
       {"empty 60x352 cluster 1", empty_kernel, 60, 352, 1},
       {"empty 60x352 cluster 15", empty_kernel, 60, 352, 15},
-      // The rows kernel's pattern: 10 segments per block, 1, 2 or 4 warps per segment.
+      // The rows kernel's pattern: 10 segments per block, one or two warps per segment.
       {"segs 60x352 1 warp/seg cl 15", read_segments<1>, 60, 352, 15},
       {"segs 60x672 2 warps/seg cl 15", read_segments<2>, 60, 672, 15},
       {"segs 60x672 2 warps/seg plain", read_segments<2>, 60, 672, 0},
@@ -188,11 +187,11 @@ int main() {
               "back-to-back calls, %d trials\n",
               prop.name, prop.multiProcessorCount, static_cast<long long>(l2 >> 20),
               static_cast<long long>(kBytes), nbuf, kCallsPerGraph, kTrials);
-  std::printf("%-26s %8s %8s %8s\n", "variant", "p50", "min", "max");
+  std::printf("%-32s %8s %8s %8s\n", "variant", "p50", "min", "max");
   for (size_t i = 0; i < variants.size(); ++i) {
     std::vector<float> v = us[i];
     std::sort(v.begin(), v.end());
-    std::printf("%-26s %8.3f %8.3f %8.3f\n", variants[i].name.c_str(), v[v.size() / 2], v.front(),
+    std::printf("%-32s %8.3f %8.3f %8.3f\n", variants[i].name.c_str(), v[v.size() / 2], v.front(),
                 v.back());
   }
   return 0;
