@@ -1,11 +1,20 @@
 #!/usr/bin/env bash
 # A/B/C of the rows kernel against HEAD (build-carry/head): exp = the prologue change
 # (rows_prologue.patch), exp2 = exp plus two warps per segment where a block holds at most 10
-# segments. GPU tests of both, three interleaved runs of the sampling cases, the probe twice, the
-# stall profile of exp2's rows kernel at 1 x 4. Any GPU.
+# segments. GPU tests of both, three interleaved runs of the sampling cases, the probe twice; with
+# PROFILE=1 only, the stall profile and SASS of exp2's rows kernel at 1 x 4. Any GPU.
 set -u
 C=$(pwd)/build-carry
 export LD_LIBRARY_PATH=$C/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+if [ -n "${PROFILE:-}" ]; then
+  s=$(mktemp -d)
+  timeout 100 scripts/profile_kernel_stalls.sh $C/exp2/bench_kernels '^tree_sampling_fp32/B1xN4/cold/iter' \
+    tree_rows "$s/rows" > /dev/null 2>&1; cp "$s/rows/stalls.txt" "$OUT/stalls_rows_exp2.txt"
+  /usr/local/cuda/bin/cuobjdump -sass $C/exp2/bench_kernels 2>/dev/null |
+    awk '/Function : .*tree_rows/{p=1} /Function : /&&!/tree_rows/{p=0} p' > "$OUT/sass_rows_exp2.txt"
+  head -25 "$OUT/stalls_rows_exp2.txt"
+  exit 0
+fi
 { date -u +%FT%TZ
   nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
   /usr/local/cuda/bin/nvcc --version | tail -1; } > "$OUT/gpu.txt"
@@ -26,9 +35,3 @@ sort -k3,3 -k2,2 -k1,1 "$OUT/ab.txt" | sed 's@/iterations:[0-9]*/manual_time@@'
 timeout 60 $C/exp2/bench_kernels --benchmark_filter='^tree_sampling_fp32/B(1xN4|1xN8)/cold/iter' 2>/dev/null | grep -E "^[a-z]" | cut -c1-200
 for r in 1 2; do timeout 60 $C/probe/probe_cluster_launch; done > "$OUT/probe_cluster_launch.txt" 2>&1
 cat "$OUT/probe_cluster_launch.txt" | grep -E "segs|149x256|60x352 plain|variant" | head -12
-s=$(mktemp -d)
-timeout 100 scripts/profile_kernel_stalls.sh $C/exp2/bench_kernels '^tree_sampling_fp32/B1xN4/cold/iter' \
-  tree_rows "$s/rows" > /dev/null 2>&1; cp "$s/rows/stalls.txt" "$OUT/stalls_rows_exp2.txt"
-/usr/local/cuda/bin/cuobjdump -sass $C/exp2/bench_kernels 2>/dev/null |
-  awk '/Function : .*tree_rows/{p=1} /Function : /&&!/tree_rows/{p=0} p' > "$OUT/sass_rows_exp2.txt"
-head -25 "$OUT/stalls_rows_exp2.txt"
