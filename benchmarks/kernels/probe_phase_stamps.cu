@@ -382,6 +382,25 @@ int main() {
                .is_ok();
          }});
     rot.push_back(R);
+    // Where the tree lies moves 1 x 4 between about 3.2 and 3.6 us on an H100 (2026-12-07):
+    // the same call with parents and tokens 4 KiB apart in an allocation of their own (slow in
+    // bench_kernels), and 256 bytes apart (as the driver places two small allocations).
+    if (n == 4)
+      for (std::size_t gap : {std::size_t(4096), std::size_t(256)}) {
+        auto* slab = static_cast<char*>(dev(4u << 20));
+        auto* sp = reinterpret_cast<int32_t*>(slab);
+        auto* st = reinterpret_cast<int32_t*>(slab + gap);
+        cudaMemcpy(sp, par.data(), n * 4, cudaMemcpyHostToDevice);
+        cudaMemcpy(st, tok.data(), n * 4, cudaMemcpyHostToDevice);
+        cases.push_back({"tree sampling fp32 1 x 4, tree " + std::to_string(gap) + " B apart",
+                         bytes, true, [=](int i, cudaStream_t s) {
+                           return k::verify_tree_sampling(x[i % R], sp, st, 1, n, kVocab,
+                                                          k::PhiloxArgs{1, uint64_t(i)}, nullptr,
+                                                          path, out, out + 1, nullptr, 0, s)
+                               .is_ok();
+                         }});
+        rot.push_back(R);
+      }
   }
   {
     const int n = 8;
