@@ -471,7 +471,8 @@ int main() {
     // DDTree tree building, B = 1 and 64 at budget 64, B = 1 at budgets 256 and 1024 (the
     // multi-warp search), depth 16, k = 64, all outputs and masks (the benchmark's rows:
     // log-softmax of normal(0, 2) logits); inputs stay in L2, as in the bench.
-    for (auto [batch, budget] : {std::pair{1, 64}, {64, 64}, {1, 256}, {1, 1024}}) {
+    for (auto shape : {std::pair{1, 64}, {64, 64}, {1, 256}, {1, 1024}}) {
+      const int batch = shape.first, budget = shape.second; // named copies: captured below
       const int depth = 16, kk = 64, n = budget + 1, W = (n + 31) / 32;
       std::vector<float> logp(batch * depth * kk);
       std::vector<int32_t> ids(logp.size());
