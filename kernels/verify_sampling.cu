@@ -21,7 +21,6 @@
 
 #include <atomic>
 #include <cooperative_groups.h>
-#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -40,21 +39,17 @@ constexpr uint32_t kTagWalk = 0, kTagAccept = 1, kTagRace0 = 2;
 constexpr int kPathMaxThreads = 512;
 constexpr int kPathMaxCluster = 16;
 
-// The first 48 bytes hold what the "rows" kernel's loads need, so that they share one 64-byte
-// line of the constant bank with the global-memory descriptor before them (parameters start at
-// c[0x0][0x210] on sm_90): every other line the kernel touches before its first loads is one
-// more serial constant-cache miss per block (Nsight Compute, H100, 2026-12-07).
 struct SamplingArgs {
-  const float* target; // [batch, rows, vocab]
+  const float* target;    // [batch, rows, vocab]
+  const float* draft;     // [batch, rows - 1, vocab] (chain) or nullptr
+  const int32_t* parents; // [batch, rows] (tree) or nullptr
+  const int32_t* tokens;  // tree: [batch, rows] tokens; chain: [batch, rows - 1] drafts
+  int rows;               // nodes (tree) or k + 1 (chain)
   int64_t vocab;
-  int rows;                   // nodes (tree) or k + 1 (chain)
-  int splits;                 // blocks per row
-  FastDiv split_div, row_div; // splits and rows as multiply-shift divisors (set by the launcher)
-  const float* draft;         // [batch, rows - 1, vocab] (chain) or nullptr
-  const int32_t* parents;     // [batch, rows] (tree) or nullptr
-  const int32_t* tokens;      // tree: [batch, rows] tokens; chain: [batch, rows - 1] drafts
-  int64_t segs;               // segments per row
+  int64_t segs; // segments per row
+  int splits;   // blocks per row
   int64_t segs_per_split;
+  FastDiv split_div, row_div; // splits and rows as multiply-shift divisors (set by the launcher)
   uint64_t seed, offset;
   const uint64_t* dev_seed_offset;
   int32_t* target_out; // tree: [batch, rows] draws, optional
@@ -64,7 +59,6 @@ struct SamplingArgs {
   uint32_t* counters;  // [batch] tickets
   uint64_t* slots;     // [batch * rows, splits]: each block's best (key, candidate)
 };
-static_assert(offsetof(SamplingArgs, draft) == 48, "the rows kernel's fields fill 48 bytes");
 
 // A race entry: high word the key's float bits (keys are >= 0, so the bits order like the keys),
 // low word 0xFFFFFFFF - candidate (the lower candidate wins a tie), or 1 for "no candidate". Never
@@ -640,15 +634,6 @@ __global__ void __launch_bounds__(kRowsMaxWarps * 32, 1) tree_rows_kernel(Sampli
   const int b = static_cast<int>(bu), r = static_cast<int>(cid - bu * a.row_div.d);
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int64_t row0 = static_cast<int64_t>(b) * a.rows;
-  // A racer's loads need only the fields above (SamplingArgs' first 48 bytes) and go first: the
-  // cluster set-up, the seed and the walk's fields come after them, so that their constant-cache
-  // misses overlap the loads instead of delaying them.
-  const int64_t seg = static_cast<int64_t>(warp - 1) * C + rank;
-  const bool racer = warp > 0 && seg * kSeg < a.vocab; // seg < a.segs
-  float v[32], d[32], w[32];
-  wait_for_previous_kernel();
-  if (racer)
-    issue_segment<kVec>(a.target + (row0 + r) * a.vocab, nullptr, false, seg * kSeg, a.vocab, v, d);
   // Rank 0's shared memory may be written only once rank 0 runs (see tree_path_kernel).
   // Rank 0 receives the other blocks' entries by asynchronous stores that complete a transaction
   // count on its mbarrier: it alone waits, and the others leave once they have sent.
@@ -666,11 +651,16 @@ __global__ void __launch_bounds__(kRowsMaxWarps * 32, 1) tree_rows_kernel(Sampli
   __shared__ int32_t s_mask[32];
   __shared__ uint64_t s_red[kRowsMaxWarps];
   __shared__ uint64_t s_rank[kPathMaxCluster];
+  wait_for_previous_kernel();
   const SeedOffset so = seed_offset(a);
   const uint64_t seed = so.seed, offset = so.offset;
+  const int64_t seg = static_cast<int64_t>(warp - 1) * C + rank;
+  const bool racer = warp > 0 && seg < a.segs;
   const uint32_t row = static_cast<uint32_t>(row0 + r);
+  float v[32], d[32], w[32];
   float e = 1.0f, draw = 0.0f;
   if (racer) {
+    issue_segment<kVec>(a.target + (row0 + r) * a.vocab, nullptr, false, seg * kSeg, a.vocab, v, d);
     const specbench::detail::SegmentCoins c = specbench::detail::philox_segment_coins(
         seed, offset, row, kTagRace0 + static_cast<uint32_t>(seg));
     e = -logf(c.race);
