@@ -18,7 +18,7 @@ timeout 90 $C/$BIN/test_kernels_gpu > "$OUT/tests_kernels_gpu.log" 2>&1; echo "t
 grep -E '^\[  (PASSED|FAILED)|FAILED  \]' "$OUT/tests_kernels_gpu.log"
 timeout 60 $C/$BIN/test_programmatic_launch >> "$OUT/tests_kernels_gpu.log" 2>&1; echo "test_programmatic_launch rc=$?"
 } > "$log" 2>&1
-f='^fused_greedy_bf16/B(1xN8|1xN16|64xN64|256xN64)/cold/iter|^read_once_fp32/fused_bytes/B1xN(8|16)/cold/iter|^tree_sampling_fp32/B1xN(4|8)/cold/iter|^read_once_fp32/tree/B1xN(4|8)/cold/iter|^chain_sampling_fp32/B1xK7/cold/iter|^read_once_fp32/chain/B1xK7/cold/iter|^ddtree_build/B(1|64)/budget64/depth16/k64/masks/iter'
+f='^fused_greedy_bf16/B(1xN8|1xN16|64xN64|256xN64)/cold/iter|^read_once_fp32/fused_bytes/B1xN(8|16)/cold/iter|^tree_sampling_fp32/B1xN(4|8)/cold(/tree_4k_apart)?/iter|^read_once_fp32/tree/B1xN(4|8)/cold/iter|^chain_sampling_fp32/B1xK7/cold/iter|^read_once_fp32/chain/B1xK7/cold/iter|^ddtree_build/B(1|64)/budget64/depth16/k64/masks/iter'
 for r in $(seq 1 "${RUNS:-5}"); do
   timeout 60 $C/$BIN/bench_kernels --benchmark_filter="$f" 2>/dev/null | grep -E "^[a-z]" | awk -v n="r$r" '{printf "%-3s %-60s %8s %s\n", n, $1, $2, $3}'
 done > "$OUT/goal_cases.txt" 2>&1
