@@ -649,10 +649,10 @@ void BM_tree_sampling(benchmark::State& st, int batch, int n, bool cold, bool de
   // Parents and tokens in one allocation, tokens `tree_gap` bytes after parents (0: the next
   // 512-byte boundary, where a caching allocator's next small block starts); the
   // SPECBENCH_BENCH_TREE_GAP environment variable overrides it for every case. Where they lie
-  // matters: on H100s the rows kernel took 0.4 us longer at 1 x 4 with them 4, 8 or 64 KiB apart
-  // than up to 2 KiB, 16 KiB or 1 MiB apart, and with them in two allocations the result
-  // depended on where the driver put those (docs/kernels.md, 2026-12-07). The label says which
-  // distance ran.
+  // can matter: on H100s the rows kernel of e3521f2 (reverted) took 0.4 us longer at 1 x 4 with
+  // them 4, 8 or 64 KiB apart than up to 2 KiB, 16 KiB or 1 MiB apart, and with them in two
+  // allocations its time depended on where the driver put those (docs/kernels.md, 2026-12-07).
+  // The label says which distance ran.
   const std::size_t tree_bytes = static_cast<std::size_t>(rows) * 4;
   std::size_t gap = tree_gap ? tree_gap : (tree_bytes + 511) / 512 * 512;
   if (const char* e = std::getenv("SPECBENCH_BENCH_TREE_GAP"); e && *e)
@@ -981,7 +981,7 @@ int main(int argc, char** argv) {
       reg(
           "tree_sampling_fp32" + sz + "/cold/probs",
           [=](benchmark::State& s) { BM_tree_sampling(s, b, n, true, false, false, true); }, 20);
-    if (b == 1 && (n == 4 || n == 8)) // the tree at a distance that cost 0.4 us on H100s
+    if (b == 1 && (n == 4 || n == 8)) // a distance that cost e3521f2's rows kernel 0.4 us
       reg(
           "tree_sampling_fp32" + sz + "/cold/tree_4k_apart",
           [=](benchmark::State& s) { BM_tree_sampling(s, b, n, true, false, false, false, 4096); },

@@ -382,9 +382,9 @@ int main() {
                .is_ok();
          }});
     rot.push_back(R);
-    // Where the tree lies moves 1 x 4 between about 3.2 and 3.6 us on an H100 (2026-12-07):
-    // the same call with parents and tokens 4 KiB apart in an allocation of their own (slow in
-    // bench_kernels), and 256 bytes apart (as the driver places two small allocations).
+    // Where the tree lies moved 1 x 4 of e3521f2's rows kernel (reverted) between about 3.2 and
+    // 3.6 us on H100s (2026-12-07): the same call with parents and tokens 4 KiB apart in an
+    // allocation of their own (slow then), and 256 bytes apart (fast then).
     if (n == 4)
       for (std::size_t gap : {std::size_t(4096), std::size_t(256)}) {
         auto* slab = static_cast<char*>(dev(4u << 20));
