@@ -208,6 +208,36 @@ Trees make_trees(int batch, int n, uint32_t seed) {
 
 // ---- fused greedy verification vs the deployed path -------------------------------------------
 
+// A tree's parents and tokens in one allocation, tokens `gap` bytes after parents (0: the next
+// 512-byte boundary, where a caching allocator's next small block starts); the
+// SPECBENCH_BENCH_TREE_GAP environment variable overrides it for every case. Where they lie can
+// matter: on H100s the rows kernel of e3521f2 (reverted) took 0.4 us longer at tree sampling
+// 1 x 4 with them 4, 8 or 64 KiB apart than up to 2 KiB, 16 KiB or 1 MiB apart, and with them in
+// two allocations its time depended on where the driver put those (docs/kernels.md,
+// 2026-12-07). Cases name the distance in their label.
+struct PlacedTree {
+  std::unique_ptr<DevMem> mem;
+  int32_t* parents = nullptr;
+  int32_t* tokens = nullptr;
+  std::size_t gap = 0;
+  std::string label() const { return "tokens " + std::to_string(gap) + " B after parents"; }
+};
+PlacedTree place_tree(const Trees& t, std::size_t gap = 0) {
+  const std::size_t bytes = t.parents.size() * 4;
+  if (gap == 0)
+    gap = (bytes + 511) / 512 * 512;
+  if (const char* e = std::getenv("SPECBENCH_BENCH_TREE_GAP"); e && *e)
+    gap = std::strtoull(e, nullptr, 0);
+  PlacedTree p;
+  p.gap = std::max(gap, bytes);
+  p.mem = std::make_unique<DevMem>(p.gap + bytes);
+  p.parents = p.mem->as<int32_t>();
+  p.tokens = reinterpret_cast<int32_t*>(p.mem->as<char>() + p.gap);
+  cudaMemcpy(p.parents, t.parents.data(), bytes, cudaMemcpyHostToDevice);
+  cudaMemcpy(p.tokens, t.tokens.data(), bytes, cudaMemcpyHostToDevice);
+  return p;
+}
+
 void BM_fused_greedy(benchmark::State& st, int batch, int n, bool cold, bool fp32) {
   const int64_t rows = int64_t(batch) * n;
   const std::size_t elem = fp32 ? 4 : 2;
@@ -215,10 +245,8 @@ void BM_fused_greedy(benchmark::State& st, int batch, int n, bool cold, bool fp3
   const int R = rotation(bytes, cold);
   std::vector<std::unique_ptr<DevMem>> logits;
   const Trees t = make_trees(batch, n, 1);
-  DevMem par(rows * 4), tok(rows * 4), plant(rows * 4), path(rows * 4), tgt(rows * 4),
-      acc(batch * 4), bon(batch * 4);
-  upload(par, t.parents);
-  upload(tok, t.tokens);
+  const PlacedTree tree = place_tree(t);
+  DevMem plant(rows * 4), path(rows * 4), tgt(rows * 4), acc(batch * 4), bon(batch * 4);
   upload(plant, t.plant);
   for (int r = 0; r < R; ++r) {
     logits.push_back(std::make_unique<DevMem>(bytes));
@@ -234,6 +262,7 @@ void BM_fused_greedy(benchmark::State& st, int batch, int n, bool cold, bool fp3
   const std::size_t wsb = k::verify_greedy_fused_workspace_bytes(batch, n, kVocab);
   DevMem ws(wsb);
   (void)k::clear_workspace(ws.p, wsb, nullptr);
+  st.SetLabel(tree.label());
   cudaDeviceSynchronize();
   const int calls = cold ? R : 20;
   time_graph(
@@ -241,7 +270,7 @@ void BM_fused_greedy(benchmark::State& st, int batch, int n, bool cold, bool fp3
       [&](int i, cudaStream_t s) {
         return k::verify_greedy_fused(
                    logits[i % R]->p, fp32 ? k::LogitsDtype::fp32 : k::LogitsDtype::bf16,
-                   par.as<int32_t>(), tok.as<int32_t>(), batch, n, kVocab, tgt.as<int32_t>(),
+                   tree.parents, tree.tokens, batch, n, kVocab, tgt.as<int32_t>(),
                    path.as<int32_t>(), acc.as<int32_t>(), bon.as<int32_t>(), ws.p, wsb, s, g_launch)
             .is_ok();
       },
@@ -646,24 +675,9 @@ void BM_tree_sampling(benchmark::State& st, int batch, int n, bool cold, bool de
   const std::size_t bytes = rows * kVocab * 4;
   const int R = rotation(bytes, cold);
   const Trees t = make_trees(batch, n, 3);
-  // Parents and tokens in one allocation, tokens `tree_gap` bytes after parents (0: the next
-  // 512-byte boundary, where a caching allocator's next small block starts); the
-  // SPECBENCH_BENCH_TREE_GAP environment variable overrides it for every case. Where they lie
-  // can matter: on H100s the rows kernel of e3521f2 (reverted) took 0.4 us longer at 1 x 4 with
-  // them 4, 8 or 64 KiB apart than up to 2 KiB, 16 KiB or 1 MiB apart, and with them in two
-  // allocations its time depended on where the driver put those (docs/kernels.md, 2026-12-07).
-  // The label says which distance ran.
-  const std::size_t tree_bytes = static_cast<std::size_t>(rows) * 4;
-  std::size_t gap = tree_gap ? tree_gap : (tree_bytes + 511) / 512 * 512;
-  if (const char* e = std::getenv("SPECBENCH_BENCH_TREE_GAP"); e && *e)
-    gap = std::strtoull(e, nullptr, 0);
-  gap = std::max(gap, tree_bytes);
-  DevMem tree(gap + tree_bytes);
-  int32_t* par = tree.as<int32_t>();
-  int32_t* tok = reinterpret_cast<int32_t*>(tree.as<char>() + gap);
+  const PlacedTree tree = place_tree(t, tree_gap);
+  int32_t *par = tree.parents, *tok = tree.tokens;
   DevMem plant(rows * 4), path(rows * 4), acc(batch * 4), bon(batch * 4);
-  cudaMemcpy(par, t.parents.data(), rows * 4, cudaMemcpyHostToDevice);
-  cudaMemcpy(tok, t.tokens.data(), rows * 4, cudaMemcpyHostToDevice);
   upload(plant, t.plant);
   std::vector<std::unique_ptr<DevMem>> probs;
   for (int r = 0; r < R; ++r) {
@@ -677,8 +691,7 @@ void BM_tree_sampling(benchmark::State& st, int batch, int n, bool cold, bool de
   }
   DevMem seed(2 * sizeof(uint64_t));
   upload(seed, std::vector<uint64_t>{1, 0});
-  st.SetLabel(k::verify_tree_sampling_launch(batch, n, kVocab) + "; tokens " + std::to_string(gap) +
-              " B after parents");
+  st.SetLabel(k::verify_tree_sampling_launch(batch, n, kVocab) + "; " + tree.label());
   cudaDeviceSynchronize();
   time_graph(
       st, cold ? R : 20,
