@@ -676,7 +676,6 @@ void BM_tree_sampling(benchmark::State& st, int batch, int n, bool cold, bool de
   const int R = rotation(bytes, cold);
   const Trees t = make_trees(batch, n, 3);
   const PlacedTree tree = place_tree(t, tree_gap);
-  int32_t *par = tree.parents, *tok = tree.tokens;
   DevMem plant(rows * 4), path(rows * 4), acc(batch * 4), bon(batch * 4);
   upload(plant, t.plant);
   std::vector<std::unique_ptr<DevMem>> probs;
@@ -698,9 +697,10 @@ void BM_tree_sampling(benchmark::State& st, int batch, int n, bool cold, bool de
       [&](int i, cudaStream_t s) {
         const k::PhiloxArgs rng =
             device_seed ? k::PhiloxArgs{0, 0, seed.as<uint64_t>()} : k::PhiloxArgs{1, uint64_t(i)};
-        return k::verify_tree_sampling(probs[i % R]->as<float>(), par, tok, batch, n, kVocab, rng,
-                                       nullptr, path.as<int32_t>(), acc.as<int32_t>(),
-                                       bon.as<int32_t>(), nullptr, 0, s, g_launch)
+        return k::verify_tree_sampling(probs[i % R]->as<float>(), tree.parents, tree.tokens, batch,
+                                       n, kVocab, rng, nullptr, path.as<int32_t>(),
+                                       acc.as<int32_t>(), bon.as<int32_t>(), nullptr, 0, s,
+                                       g_launch)
             .is_ok();
       },
       static_cast<double>(bytes));
