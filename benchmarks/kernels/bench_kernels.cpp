@@ -469,11 +469,10 @@ enum class AfterLmHeadCall {
 void BM_after_lm_head(benchmark::State& st, AfterLmHeadCall what, int batch, int n) {
   const int64_t rows = int64_t(batch) * n;
   const Trees t = make_trees(batch, n, 1);
-  DevMem par(rows * 4), tok(rows * 4), path(rows * 4), tgt(rows * 4), acc(batch * 4),
-      bon(batch * 4), f32(rows * kVocab * 4), pred64(rows * 8), cand(rows * 8), ridx(rows * 8),
-      rnext(rows * 8), rsib(rows * 8), predicts(rows * 4), aidx(batch * 16 * 4), out(132 * 8 * 4);
-  upload(par, t.parents);
-  upload(tok, t.tokens);
+  const PlacedTree tree = place_tree(t);
+  DevMem path(rows * 4), tgt(rows * 4), acc(batch * 4), bon(batch * 4), f32(rows * kVocab * 4),
+      pred64(rows * 8), cand(rows * 8), ridx(rows * 8), rnext(rows * 8), rsib(rows * 8),
+      predicts(rows * 4), aidx(batch * 16 * 4), out(132 * 8 * 4);
   upload(cand, t.cand);
   upload(ridx, t.ridx);
   upload(rnext, t.rnext);
@@ -493,10 +492,9 @@ void BM_after_lm_head(benchmark::State& st, AfterLmHeadCall what, int batch, int
     break;
   case AfterLmHeadCall::fused:
     call = [&](const uint16_t* logits, cudaStream_t s) {
-      return k::verify_greedy_fused(logits, k::LogitsDtype::bf16, par.as<int32_t>(),
-                                    tok.as<int32_t>(), batch, n, kVocab, tgt.as<int32_t>(),
-                                    path.as<int32_t>(), acc.as<int32_t>(), bon.as<int32_t>(), ws.p,
-                                    wsb, s, g_launch)
+      return k::verify_greedy_fused(logits, k::LogitsDtype::bf16, tree.parents, tree.tokens, batch,
+                                    n, kVocab, tgt.as<int32_t>(), path.as<int32_t>(),
+                                    acc.as<int32_t>(), bon.as<int32_t>(), ws.p, wsb, s, g_launch)
           .is_ok();
     };
     break;
@@ -541,6 +539,8 @@ void BM_after_lm_head(benchmark::State& st, AfterLmHeadCall what, int batch, int
     };
     break;
   }
+  if (what == AfterLmHeadCall::fused)
+    st.SetLabel(tree.label());
   time_after_lm_head(st, static_cast<int>(rows), t.plant, call);
   // Sanity: the GEMM's rows have their maxima at the planted tokens, so the walks reach a leaf.
   if (what != AfterLmHeadCall::empty_kernel && what != AfterLmHeadCall::deployed_no_walk &&
@@ -559,11 +559,10 @@ void BM_walk(benchmark::State& st, int batch, int n, bool ours) {
   const Trees t = make_trees(batch, n, 2);
   std::vector<int64_t> pred(t.plant.begin(), t.plant.end());
   std::vector<int32_t> tgt32(t.plant.begin(), t.plant.end());
-  DevMem par(rows * 4), tok(rows * 4), tgt(rows * 4), path(rows * 4), acc(batch * 4),
-      bon(batch * 4), cand(rows * 8), ridx(rows * 8), rnext(rows * 8), rsib(rows * 8),
-      pred64(rows * 8), predicts(rows * 4), aidx(batch * 16 * 4);
-  upload(par, t.parents);
-  upload(tok, t.tokens);
+  const PlacedTree tree = place_tree(t);
+  DevMem tgt(rows * 4), path(rows * 4), acc(batch * 4), bon(batch * 4), cand(rows * 8),
+      ridx(rows * 8), rnext(rows * 8), rsib(rows * 8), pred64(rows * 8), predicts(rows * 4),
+      aidx(batch * 16 * 4);
   upload(tgt, tgt32);
   upload(cand, t.cand);
   upload(ridx, t.ridx);
@@ -571,13 +570,14 @@ void BM_walk(benchmark::State& st, int batch, int n, bool ours) {
   upload(rsib, t.rsib);
   upload(pred64, pred);
   cudaDeviceSynchronize();
+  if (ours)
+    st.SetLabel(tree.label());
   time_graph(
       st, 100,
       [&](int, cudaStream_t s) {
         if (ours)
-          return k::verify_tree_greedy(par.as<int32_t>(), tok.as<int32_t>(), tgt.as<int32_t>(),
-                                       batch, n, path.as<int32_t>(), acc.as<int32_t>(),
-                                       bon.as<int32_t>(), s)
+          return k::verify_tree_greedy(tree.parents, tree.tokens, tgt.as<int32_t>(), batch, n,
+                                       path.as<int32_t>(), acc.as<int32_t>(), bon.as<int32_t>(), s)
               .is_ok();
         bb::walk_one_thread(predicts.as<int32_t>(), aidx.as<int32_t>(), acc.as<int32_t>(),
                             cand.as<int64_t>(), ridx.as<int64_t>(), rnext.as<int64_t>(),
