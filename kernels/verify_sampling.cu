@@ -140,7 +140,11 @@ __device__ __forceinline__ float segment_prefixes(const float (&w)[32], float (&
 /// The candidate of a segment whose mass is positive, by a whole warp: the first weight in draw
 /// order whose inclusive prefix exceeds u * mass, the last positive one when rounding runs past
 /// the end. `pre` are this lane's inclusive prefixes, `acc` its sum and `incl` the warp
-/// scan of the sums.
+/// scan of the sums. kCounted finds the first crossing by a count (a shorter dependent chain,
+/// more instructions): for the rows kernel, where one warp per block picks and its latency is the
+/// call's; where every warp picks (segment_entry) the extra issue costs more than the chain saves
+/// (2026-12-07, docs/kernels.md: the path kernel 0.07 us, chain sampling 0.3 us slower).
+template <bool kCounted = false>
 __device__ __forceinline__ int segment_pick(const float (&w)[32], const float (&pre)[32], float acc,
                                             float incl, float u, float mass, int64_t base) {
   // In each lane the first prefix above what is left of the target (at least 0, so that a lane
@@ -149,9 +153,25 @@ __device__ __forceinline__ int segment_pick(const float (&w)[32], const float (&
   // the first to cross: no weight test is needed.
   const float rest = fmaxf(u * mass - (incl - acc), 0.0f);
   int cand = -1;
+  if (kCounted) {
+    // Weights are >= 0 and never NaN, so the prefixes never fall and those above `rest` are a
+    // suffix: the first of them sits at the count of those that are not (32: none). Summed as
+    // a tree: 5 dependent adds instead of a chain of 32 selects.
+    int below[32];
 #pragma unroll
-  for (int k = 31; k >= 0; --k)
-    cand = pre[k] > rest ? k : cand;
+    for (int k = 0; k < 32; ++k)
+      below[k] = pre[k] > rest ? 0 : 1;
+#pragma unroll
+    for (int step = 1; step < 32; step <<= 1)
+#pragma unroll
+      for (int k = 0; k < 32; k += 2 * step)
+        below[k] += below[k + step];
+    cand = below[0] < 32 ? below[0] : -1;
+  } else {
+#pragma unroll
+    for (int k = 31; k >= 0; --k)
+      cand = pre[k] > rest ? k : cand;
+  }
   int token;
   const unsigned hit = __ballot_sync(0xFFFFFFFFu, cand >= 0);
   if (hit) {
@@ -687,20 +707,24 @@ __global__ void __launch_bounds__(kRowsMaxWarps * 32, 1) tree_rows_kernel(Sampli
     segment_weights(v, d, false, 0.0f, w);
     mask_segment(s_mask, nmask, seg * kSeg, w);
     mass = segment_prefixes(w, pre, acc, incl);
-    key = mass > 0.0f ? (static_cast<uint64_t>(__float_as_uint(mass / e)) << 32) |
+    // Lane 31's own scan is the mass: its key does not wait for the broadcast (only the pick
+    // needs that, and it comes in while the key is divided and stored).
+    key = incl > 0.0f ? (static_cast<uint64_t>(__float_as_uint(incl / e)) << 32) |
                             (0xFFFFFFFFu - static_cast<uint32_t>(seg))
                       : 1ull;
   }
-  if (lane == 0)
+  if (lane == 31)
     s_red[warp] = key; // 0 for warp 0 and warps without a segment
   __syncthreads();
   const uint64_t top = warp_max_packed(lane < warps ? s_red[lane] : 0ull);
   SPECBENCH_PHASE(3, top); // the block's best key is known
   uint64_t entry = race_entry(0.0f, -1);
-  const bool winner = racer && key == top && top > 1;
+  // The best key names its segment in its low word (a key without mass is 1, no segment's).
+  const bool winner =
+      racer && top > 1 && static_cast<uint32_t>(top) == 0xFFFFFFFFu - static_cast<uint32_t>(seg);
   if (winner) { // race_entry(mass / e, token), the quotient taken from the key: no second division
-    const int token = segment_pick(w, pre, acc, incl, draw, mass, seg * kSeg);
-    entry = (key & 0xFFFFFFFF00000000ull) | (0xFFFFFFFFu - static_cast<uint32_t>(token));
+    const int token = segment_pick<true>(w, pre, acc, incl, draw, mass, seg * kSeg);
+    entry = (top & 0xFFFFFFFF00000000ull) | (0xFFFFFFFFu - static_cast<uint32_t>(token));
   }
   // Rank 0 runs and its barrier is initialised (the fence before its arrive at the start).
   asm volatile("barrier.cluster.wait;" ::: "memory");
