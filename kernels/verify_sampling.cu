@@ -720,6 +720,10 @@ __global__ void __launch_bounds__(kRowsMaxWarps * 32, 1) tree_rows_kernel(Sampli
   SPECBENCH_PHASE(3, top); // the block's best key is known
   uint64_t entry = race_entry(0.0f, -1);
   // The best key names its segment in its low word (a key without mass is 1, no segment's).
+  // Packed by hand, not through entry_token / race_entry: 0xFFFFFFFF - seg is ready before the
+  // block's best key is, where entry_token's test and subtraction would wait for it, and
+  // race_entry's select for the pick (0.05 us at 1 x 4 on an H100, rows_helpers.patch and
+  // ab_1320_rows_helpers.txt in docs/h100-2026-12-07/).
   const bool winner =
       racer && top > 1 && static_cast<uint32_t>(top) == 0xFFFFFFFFu - static_cast<uint32_t>(seg);
   if (winner) { // race_entry(mass / e, token), the quotient taken from the key: no second division
