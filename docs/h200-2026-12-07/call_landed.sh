@@ -2,8 +2,9 @@
 # One device call for the landed kernels (build-carry/landed = a985d2f's, build-carry/before =
 # 874469d's) on an H200 only; on any other GPU it runs nothing (exit 3), so that a call that
 # gets an H100 costs only its start. On an H200: ab_pick_split.sh (GPU tests of landed, three
-# interleaved runs of the sampling cases against before, the goal cases three times), then
-# with FULL=1, landed's whole bench_kernels suite once (bench_full.tar.gz).
+# interleaved runs of the sampling cases against before, the goal cases three times through
+# goal_cases_bin.sh, which with FULL=1 in the environment also runs the whole suite once), all
+# in $OUT/all.tar.gz.
 set -u
 d=$(cd "$(dirname "$0")" && pwd)
 if ! nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
@@ -11,12 +12,3 @@ if ! nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
   exit 3
 fi
 RUNS=3 BUILDS="before landed" TESTED=landed bash "$d/../h100-2026-12-07/ab_pick_split.sh"
-[ -n "${FULL:-}" ] || exit 0
-C=$(pwd)/build-carry
-export LD_LIBRARY_PATH=$C/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-t=$(mktemp -d)
-timeout 240 "$C/landed/bench_kernels" --benchmark_out="$t/bench_full.json" \
-  --benchmark_out_format=json > "$t/bench_full.txt" 2>&1
-echo "full suite rc=$?"
-date -u +%FT%TZ
-tar -C "$t" -czf "$OUT/bench_full.tar.gz" .
